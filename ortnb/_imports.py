@@ -1,0 +1,79 @@
+"""What is installed and what this machine can do, in one place.
+
+Nothing here imports onnxruntime, deepspeed, plotly or ipywidgets: availability is read
+from package metadata, so ``import ortnb`` stays fast and free of side effects.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import importlib.util
+
+from .errors import MissingDependencyError
+
+# Both wheels install the top-level package `onnxruntime`; the CPU one is what our CI uses.
+ORT_TRAINING_DISTRIBUTIONS = ("onnxruntime-training", "onnxruntime-training-cpu")
+ORT_INSTALL_HINT = (
+    "pip install 'ortnb[ort]' (CPU: onnxruntime-training-cpu==1.19.2) or, with CUDA 11.8/12, "
+    "pip install onnxruntime-training==1.19.2; never install plain `onnxruntime` beside it"
+)
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def ort_training_distribution() -> str | None:
+    """The installed ONNX Runtime *training* wheel's name, or None."""
+    for name in ORT_TRAINING_DISTRIBUTIONS:
+        if _version(name) is not None:
+            return name
+    return None
+
+
+def ort_version() -> str | None:
+    name = ort_training_distribution()
+    return _version(name) if name else None
+
+
+def is_ort_training_available() -> bool:
+    return ort_training_distribution() is not None and importlib.util.find_spec("onnxruntime") is not None
+
+
+def is_deepspeed_available() -> bool:
+    return importlib.util.find_spec("deepspeed") is not None
+
+
+def is_onnx_available() -> bool:
+    return importlib.util.find_spec("onnx") is not None
+
+
+def require_ort_training(feature: str) -> None:
+    """Raise a MissingDependencyError naming what to install when ORT training is absent."""
+    if not is_ort_training_available():
+        plain = _version("onnxruntime")
+        extra = f" (found plain onnxruntime {plain}, which has no training support)" if plain else ""
+        raise MissingDependencyError(f"{feature} needs ONNX Runtime training, which is not installed{extra}. "
+                                     f"Install it with: {ORT_INSTALL_HINT}.")
+
+
+def require_deepspeed(feature: str) -> None:
+    if not is_deepspeed_available():
+        raise MissingDependencyError(f"{feature} needs DeepSpeed, which is not installed. "
+                                     "Install it with: pip install 'ortnb[deepspeed]'.")
+
+
+@functools.cache
+def cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def ort_has_cuda() -> bool:
+    """True for the CUDA build of onnxruntime-training (the CPU wheel has only the CPU provider)."""
+    return ort_training_distribution() == "onnxruntime-training"
