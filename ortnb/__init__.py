@@ -1,0 +1,42 @@
+"""ortnb: fine-tune Hugging Face Transformers with ONNX Runtime training, from a notebook.
+
+The migration from transformers is two renames::
+
+    from ortnb import ORTTrainer, ORTTrainingArguments   # was: Trainer, TrainingArguments
+
+Names are loaded on first use: ``import ortnb`` imports neither transformers nor onnxruntime,
+deepspeed, plotly or ipywidgets.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "ORTTrainer": "ortnb.training",
+    "ORTSeq2SeqTrainer": "ortnb.training",
+    "ORTTrainingArguments": "ortnb.training",
+    "ORTSeq2SeqTrainingArguments": "ortnb.training",
+    "export_onnx": "ortnb.export",
+    "ConfigError": "ortnb.errors",
+    "OrtFallbackError": "ortnb.errors",
+    "MissingDependencyError": "ortnb.errors",
+    "ExportParityError": "ortnb.errors",
+    "OrtnbWarning": "ortnb.errors",
+}
+
+__all__ = sorted(_LAZY) + ["__version__"]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'ortnb' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

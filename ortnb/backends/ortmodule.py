@@ -1,0 +1,223 @@
+"""The ORT backend: a model's training forward/backward run by ONNX Runtime through ORTModule.
+
+The model object stays the user's PyTorch model (so saving, configs, generate and Trainer's
+signature checks are untouched); only its ``forward`` is replaced, on the instance, by a
+dispatcher. In training mode with gradients on, the dispatcher calls ORTModule; otherwise
+(evaluate, predict, generate) it runs the class's own PyTorch forward. Because the swap is
+inside the model, DDP and DeepSpeed wrap it exactly as they wrap any model.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import time
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from .._imports import ort_version
+from ..errors import OrtFallbackError
+from . import ort_compat
+from .custom_functions import guard_custom_autograd_functions
+
+logger = logging.getLogger("ortnb")
+
+ATTRIBUTE = "_ortnb_engine"
+
+
+@dataclass
+class OrtOptions:
+    fallback: str = "error"
+    log_level: str = "WARNING"
+    save_onnx_dir: str | None = None
+    onnx_prefix: str | None = None
+    memory_optimizer_level: int = 0
+    opset: int = 17
+    loss_fn: Callable[[Any, dict], torch.Tensor] | None = None  # use_module_with_loss
+
+
+@dataclass
+class EngineStats:
+    ort_steps: int = 0
+    pytorch_steps: int = 0
+    fallback: str | None = None
+    providers: list[str] = field(default_factory=list)
+    first_step_s: float | None = None
+
+
+class _ModuleWithLoss(torch.nn.Module):
+    """Puts the loss inside the ORT graph: the graph's only output is the scalar loss."""
+
+    def __init__(self, model: torch.nn.Module, loss_fn):
+        super().__init__()
+        self.model = model
+        self.loss_fn = loss_fn
+
+    def forward(self, **inputs):
+        return self.loss_fn(self.model(**inputs), inputs)
+
+
+class OrtEngine:
+    """Owns one model's ORTModule and routes that model's training forward to it."""
+
+    def __init__(self, model: torch.nn.Module, options: OrtOptions):
+        self.model = model
+        self.options = options
+        self.stats = EngineStats()
+        self._inside = False
+        self._ort = self._build_ortmodule()
+
+    # -- set-up -------------------------------------------------------------------------------
+
+    def _build_ortmodule(self):
+        ortmodule = ort_compat.load_ortmodule()
+        guard_custom_autograd_functions()
+        from onnxruntime.training.ortmodule import DebugOptions, LogLevel
+        from onnxruntime.training.ortmodule._fallback import _FallbackPolicy
+
+        ortmodule.ONNX_OPSET_VERSION = self.options.opset  # read when the execution managers are created
+        debug = DebugOptions(log_level=getattr(LogLevel, self.options.log_level), **self._dump_options())
+        target = _ModuleWithLoss(self.model, self.options.loss_fn) if self.options.loss_fn else self.model
+        ort = ortmodule.ORTModule(target, debug_options=debug)
+        manager = ort._torch_module._execution_manager
+        for training in (True, False):
+            runtime = manager(training)._runtime_options
+            runtime.memory_optimization_level = self.options.memory_optimizer_level
+        if self.options.fallback == "error":
+            ort._fallback_manager.policy = _FallbackPolicy.FALLBACK_DISABLE
+        ort.train(True)
+        return ort
+
+    def _dump_options(self) -> dict:
+        if not self.options.save_onnx_dir:
+            return {}
+        Path(self.options.save_onnx_dir).mkdir(parents=True, exist_ok=True)
+        prefix = self.options.onnx_prefix or type(self.model).__name__
+        return {"save_onnx": True, "onnx_prefix": prefix, "save_path": self.options.save_onnx_dir}
+
+    # -- the dispatcher -----------------------------------------------------------------------
+
+    def __call__(self, args: tuple, kwargs: dict):
+        model = self.model
+        if self._inside or not (model.training and torch.is_grad_enabled()):
+            # Evaluation, generation, or ORTModule tracing the model: plain PyTorch.
+            return type(model).forward(model, *args, **kwargs)
+        self._inside = True
+        started = time.perf_counter()
+        try:
+            outputs = self._ort(*args, **kwargs)
+        except Exception as error:
+            if self.options.fallback == "error" and self.stats.ort_steps == 0:
+                raise self._explain_failure(error) from error
+            raise
+        finally:
+            self._inside = False
+        self._count_step(time.perf_counter() - started)
+        if self.options.loss_fn:
+            return {"loss": outputs}
+        return outputs
+
+    def _count_step(self, seconds: float) -> None:
+        if self.stats.ort_steps == 0 and self.stats.pytorch_steps == 0:
+            self.stats.first_step_s = seconds
+            self.stats.fallback = self._fallback_reason()
+            self.stats.providers = self._providers()
+            if self.stats.fallback:
+                logger.warning("ortnb: ONNX Runtime could not run %s; PyTorch runs it instead "
+                               "(ort_fallback='allow'). Reason: %s", type(self.model).__name__, self.stats.fallback)
+        if self.stats.fallback:
+            self.stats.pytorch_steps += 1
+        else:
+            self.stats.ort_steps += 1
+
+    def _fallback_reason(self) -> str | None:
+        exception = self._ort._fallback_manager._exception
+        if exception is not None:
+            return _short(exception)
+        if type(self._ort._torch_module).__name__ == "TorchModulePytorch":
+            return "ORTModule switched to PyTorch at initialisation"
+        return None
+
+    def _providers(self) -> list[str]:
+        if self.stats.fallback:
+            return []
+        _, providers, _ = self._ort._torch_module._execution_manager(True)._get_session_config()
+        return list(providers)
+
+    def _explain_failure(self, error: Exception) -> Exception:
+        return OrtFallbackError(
+            f"ONNX Runtime could not train {type(self.model).__name__}: {_short(error)}\n"
+            "ort_fallback='error' forbids running PyTorch instead. Use backend='eager', or "
+            "ort_fallback='allow' to run PyTorch and record it in the engine report.")
+
+    # -- what ran -----------------------------------------------------------------------------
+
+    def report(self) -> dict:
+        ran_ort = self.stats.ort_steps > 0
+        return {
+            "engine": "onnxruntime" if ran_ort else "pytorch",
+            "fallback": self.stats.fallback,
+            "ort_version": ort_version(),
+            "providers": self.stats.providers,
+            "graphs": self.graphs(),
+            "ort_steps": self.stats.ort_steps,
+            "pytorch_steps": self.stats.pytorch_steps,
+            "time_to_first_step_s": self.stats.first_step_s,
+            "compat_fixes": ort_compat.applied_fixes(),
+            "onnx_opset": self.options.opset,
+            "memory_optimizer_level": self.options.memory_optimizer_level,
+        }
+
+    def graphs(self) -> list[str]:
+        folder = self.options.save_onnx_dir
+        if not folder or not os.path.isdir(folder):
+            return []
+        return sorted(str(path) for path in Path(folder).glob("*.onnx"))
+
+
+def _short(error: BaseException, limit: int = 600) -> str:
+    text = f"{type(error).__name__}: {error}".strip()
+    # ORT wraps export errors in long tracebacks; our own custom-Function message is what matters.
+    marker = text.find("The model calls the custom torch.autograd.Function")
+    if marker >= 0:
+        text = text[marker:].split("\n")[0]
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def attach(model: torch.nn.Module, options: OrtOptions, engine: OrtEngine | None = None) -> OrtEngine:
+    """Route ``model``'s training forward through ONNX Runtime; returns the engine doing it.
+
+    Pass an existing ``engine`` (from an earlier ``attach`` of the same model) to reuse its
+    exported graph and session.
+    """
+    if engine is None or engine.model is not model:
+        engine = OrtEngine(model, options)
+    model.__dict__[ATTRIBUTE] = engine
+    model.__dict__["forward"] = _dispatching_forward(type(model).forward, model)
+    return engine
+
+
+def _dispatching_forward(class_forward, model):
+    """A bound method (so accelerate can wrap it for autocast like any forward) that looks like the
+    class's forward to ``inspect.signature`` (Trainer picks dataset columns from it)."""
+
+    def forward(self, *args, **kwargs):
+        return self.__dict__[ATTRIBUTE](args, kwargs)
+
+    functools.update_wrapper(forward, class_forward)
+    return types.MethodType(forward, model)
+
+
+def detach(model: torch.nn.Module) -> None:
+    """Give the model back its own PyTorch forward."""
+    model.__dict__.pop("forward", None)
+    model.__dict__.pop(ATTRIBUTE, None)
+
+
+def is_attached(model: torch.nn.Module) -> bool:
+    return ATTRIBUTE in model.__dict__

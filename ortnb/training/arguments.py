@@ -1,0 +1,154 @@
+"""ORTTrainingArguments: transformers' TrainingArguments plus the ONNX Runtime options.
+
+Every setting is checked when the arguments are built, before any model is touched, and all
+problems are reported at once, each naming the field and the way out.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+
+from transformers import Seq2SeqTrainingArguments, TrainingArguments
+from transformers.training_args import OptimizerNames
+
+from .. import _imports
+from ..errors import ConfigError
+
+
+class Backend(str, Enum):
+    """What runs the forward and backward passes."""
+
+    ORT = "ort"  # ONNX Runtime through ORTModule
+    EAGER = "eager"  # plain PyTorch
+    COMPILE = "compile"  # torch.compile (inductor)
+
+
+class OrtFallback(str, Enum):
+    ERROR = "error"  # ORT cannot run the model: raise
+    ALLOW = "allow"  # ORT cannot run the model: run PyTorch and record why in the engine report
+
+
+class OrtOptimizerNames(str, Enum):
+    ADAMW_ORT_FUSED = "adamw_ort_fused"  # onnxruntime.training.optim.FusedAdam (CUDA only)
+
+
+ORT_LOG_LEVELS = ("VERBOSE", "INFO", "WARNING", "ERROR", "FATAL")
+ORT_OPSETS = range(14, 18)  # ORTModule 1.19.2 exports opset 17 by default and supports back to 14
+MEMORY_OPTIMIZER_LEVELS = (0, 1, 2)
+
+
+def _choices(enum) -> str:
+    return ", ".join(member.value for member in enum)
+
+
+@dataclass
+class ORTTrainingArguments(TrainingArguments):
+    """TrainingArguments for ORTTrainer. The ORT fields are named as in Hugging Face Optimum."""
+
+    backend: str = field(default="ort", metadata={"help": "ort (ONNX Runtime), eager (PyTorch) or compile "
+                                                          "(torch.compile); eager and compile exist for comparisons."})
+    # The same default as transformers' TrainingArguments, so the two-edit migration changes nothing else.
+    optim: str = field(default=TrainingArguments.__dataclass_fields__["optim"].default, metadata={
+        "help": "The optimizer: adamw_ort_fused (ONNX Runtime's FusedAdam, CUDA), adamw_torch, adamw_torch_fused "
+                "or any other transformers optimizer name."})
+    ort_fallback: str = field(default="error", metadata={
+        "help": "error: fail loudly if ONNX Runtime cannot run the model; allow: run PyTorch instead and record it."})
+    use_module_with_loss: bool = field(default=False, metadata={
+        "help": "Put the loss computation (label smoothing, compute_loss_func) inside the ONNX graph and return only "
+                "the loss from it, so ORT never materialises other outputs for the backward pass."})
+    save_onnx: bool = field(default=False, metadata={
+        "help": "Dump ORTModule's ONNX graphs (exported, pre-gradient, optimized, training) into output_dir/onnx."})
+    onnx_prefix: str | None = field(default=None, metadata={
+        "help": "File name prefix of the dumped graphs; defaults to the model class name."})
+    onnx_log_level: str = field(default="WARNING", metadata={"help": "ORTModule's log level: " +
+                                                                     ", ".join(ORT_LOG_LEVELS)})
+    ort_memory_optimizer_level: int = field(default=0, metadata={
+        "help": "ORT memory optimizer: 0 off, 1 recompute whole transformer layers, 2 also recompute compromised "
+                "subgraphs. Trades compute for activation memory."})
+    onnx_opset: int = field(default=17, metadata={"help": "ONNX opset for ORTModule's export (14 to 17)."})
+
+    def __post_init__(self):
+        ort_optim = self.optim == OrtOptimizerNames.ADAMW_ORT_FUSED.value
+        self.backend = self._check_ort_settings(ort_optim)
+        if self.backend == Backend.COMPILE:
+            self.torch_compile = True  # transformers' own torch.compile path
+        if ort_optim:
+            self.optim = OptimizerNames.ADAMW_TORCH.value  # stand-in while TrainingArguments validates
+        super().__post_init__()
+        if ort_optim:
+            self.optim = OrtOptimizerNames.ADAMW_ORT_FUSED
+
+    # -- checks -----------------------------------------------------------------------------
+
+    def _check_ort_settings(self, ort_optim: bool) -> Backend:
+        """Collect every problem with the settings, then raise once."""
+        problems: list[str] = []
+        backend = _parse_enum(Backend, self.backend, "backend", problems)
+        _parse_enum(OrtFallback, self.ort_fallback, "ort_fallback", problems)
+        self._check_optimizer(ort_optim, problems)
+        if self.onnx_log_level not in ORT_LOG_LEVELS:
+            problems.append(f"onnx_log_level={self.onnx_log_level!r} is unknown. Choose between "
+                            f"{', '.join(ORT_LOG_LEVELS)}.")
+        if self.ort_memory_optimizer_level not in MEMORY_OPTIMIZER_LEVELS:
+            problems.append(f"ort_memory_optimizer_level={self.ort_memory_optimizer_level!r} is unknown. "
+                            "Choose 0 (off), 1 (layer-wise recompute) or 2 (layer-wise recompute with compromise).")
+        if self.onnx_opset not in ORT_OPSETS:
+            problems.append(f"onnx_opset={self.onnx_opset!r} is outside what ORTModule supports. Choose 14 to 17.")
+        if backend == Backend.ORT:
+            self._check_ort_backend(problems)
+        if problems:
+            raise ConfigError(problems)
+        return backend
+
+    def _check_optimizer(self, ort_optim: bool, problems: list[str]) -> None:
+        known = {name.value for name in OptimizerNames}
+        if not ort_optim and str(getattr(self.optim, "value", self.optim)) not in known:
+            problems.append(f"optim={self.optim!r} is unknown. Choose adamw_ort_fused (CUDA), adamw_torch, "
+                            "adamw_torch_fused, or another transformers optimizer name.")
+        if ort_optim and not (_imports.cuda_available() and _imports.ort_has_cuda()):
+            problems.append("optim='adamw_ort_fused' needs ONNX Runtime's FusedAdam, a CUDA kernel: a CUDA GPU and "
+                            "onnxruntime-training (the CUDA wheel). On this machine use optim='adamw_torch_fused' "
+                            "(PyTorch's fused AdamW, runs on the CPU) or optim='adamw_torch'.")
+
+    def _check_ort_backend(self, problems: list[str]) -> None:
+        _imports.require_ort_training("backend='ort'")
+        on_cuda = _imports.cuda_available() and _imports.ort_has_cuda() and not self.use_cpu
+        for flag in ("bf16", "fp16"):
+            if getattr(self, flag) and not on_cuda:
+                problems.append(f"{flag}=True with backend='ort' needs the CUDA execution provider: ONNX Runtime's "
+                                f"CPU provider has no {flag} MatMul kernel. Use backend='eager' for {flag} on the "
+                                f"CPU, set {flag}=False, or train on a GPU with onnxruntime-training.")
+        stage = _zero_stage(self.deepspeed)
+        if stage == 3:
+            problems.append("deepspeed zero_optimization.stage=3 with backend='ort' is not supported: ZeRO-3 "
+                            "partitions parameters, which ORTModule 1.19 on this torch cannot trace. Use stage 1 or 2, "
+                            "or backend='eager' for stage 3.")
+
+
+def _parse_enum(enum, value, name: str, problems: list[str]):
+    try:
+        return enum(getattr(value, "value", value))
+    except ValueError:
+        problems.append(f"Unknown {name}: {value!r}. Choose between {_choices(enum)}.")
+        return None
+
+
+def _zero_stage(deepspeed_config) -> int | None:
+    """The ZeRO stage a `deepspeed=` argument (dict, JSON string or path) asks for, if any."""
+    if deepspeed_config is None:
+        return None
+    if isinstance(deepspeed_config, str):
+        text = deepspeed_config.strip()
+        if not text.startswith("{"):
+            with open(deepspeed_config) as handle:
+                text = handle.read()
+        deepspeed_config = json.loads(text)
+    stage = deepspeed_config.get("zero_optimization", {}).get("stage", 0)
+    return int(stage) if str(stage).isdigit() else None
+
+
+@dataclass
+class ORTSeq2SeqTrainingArguments(Seq2SeqTrainingArguments, ORTTrainingArguments):
+    """Seq2SeqTrainingArguments (generation during evaluate/predict) plus the ORT options."""

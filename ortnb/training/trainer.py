@@ -1,0 +1,176 @@
+"""ORTTrainer and ORTSeq2SeqTrainer: transformers' Trainer with ONNX Runtime running the training steps.
+
+No training loop is copied. The trainer overrides a few hooks:
+- ``_wrap_model`` (called once the model exists, before DDP/DeepSpeed wrap it) attaches the backend;
+- ``train`` detaches it afterwards, so ``trainer.model`` is a plain PyTorch model again;
+- ``get_optimizer_cls_and_kwargs`` adds ``adamw_ort_fused``;
+- ``compute_loss`` routes ``use_module_with_loss`` through the ORT graph.
+Everything else (evaluate, predict, callbacks, checkpoints, resume, save_model, hyperparameter
+search, DDP, DeepSpeed) is Trainer's own code acting on the user's model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+
+import torch
+from transformers import Seq2SeqTrainer, Trainer, TrainerCallback
+
+from .._imports import ort_version
+from ..backends import ortmodule as ort_backend
+from .arguments import Backend, ORTTrainingArguments, OrtOptimizerNames
+
+logger = logging.getLogger("ortnb")
+
+ENGINE_REPORT = "engine_report.json"
+
+
+class _ORTTrainerMixin:
+    """What ORTTrainer and ORTSeq2SeqTrainer add to their transformers base class."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not isinstance(self.args, ORTTrainingArguments):
+            raise TypeError(f"{type(self).__name__} needs ORTTrainingArguments, got {type(self.args).__name__}. "
+                            "Replace `TrainingArguments(...)` with `ortnb.ORTTrainingArguments(...)` (same fields).")
+        self._ort_engine: ort_backend.OrtEngine | None = None
+        self._attention_note: str | None = None
+        self.add_callback(_EngineReportCallback(self))
+
+    # -- backend life cycle ---------------------------------------------------------------------
+
+    def _wrap_model(self, model, training=True, dataloader=None):
+        if training and self.args.backend == Backend.ORT:
+            self._attach_ort(self.accelerator.unwrap_model(model, keep_torch_compile=False))
+        return super()._wrap_model(model, training=training, dataloader=dataloader)
+
+    def train(self, *args, **kwargs):
+        try:
+            return super().train(*args, **kwargs)
+        finally:
+            if self.model is not None:
+                ort_backend.detach(self.model)
+            self.write_engine_report()
+
+    def _attach_ort(self, model: torch.nn.Module) -> None:
+        if ort_backend.is_attached(model):
+            return
+        self._use_eager_attention(model)
+        self._ort_engine = ort_backend.attach(model, self._ort_options(), self._ort_engine)
+
+    def _use_eager_attention(self, model: torch.nn.Module) -> None:
+        """ORT cannot build the gradient graph of torch's SDPA (see ort-on-current-pytorch.md, item 5)."""
+        config = getattr(model, "config", None)
+        current = getattr(config, "_attn_implementation", None)
+        if current in (None, "eager"):
+            self._attention_note = current
+            return
+        model.set_attn_implementation("eager")
+        self._attention_note = f"eager (switched from {current})"
+        logger.warning("ortnb: attention switched from %r to 'eager' for ONNX Runtime, which cannot build the "
+                       "gradient of scaled_dot_product_attention; the numbers are the same.", current)
+
+    def _ort_options(self) -> ort_backend.OrtOptions:
+        args = self.args
+        return ort_backend.OrtOptions(
+            fallback=args.ort_fallback, log_level=args.onnx_log_level,
+            save_onnx_dir=os.path.join(args.output_dir, "onnx") if args.save_onnx else None,
+            onnx_prefix=args.onnx_prefix, memory_optimizer_level=args.ort_memory_optimizer_level,
+            opset=args.onnx_opset, loss_fn=self._loss_inside_graph if args.use_module_with_loss else None)
+
+    # -- optimizer and loss -------------------------------------------------------------------
+
+    @staticmethod
+    def get_optimizer_cls_and_kwargs(args, model=None):
+        if args.optim == OrtOptimizerNames.ADAMW_ORT_FUSED:
+            from onnxruntime.training.optim import AdamWMode, FusedAdam
+
+            return FusedAdam, {"lr": args.learning_rate, "betas": (args.adam_beta1, args.adam_beta2),
+                               "eps": args.adam_epsilon, "adam_w_mode": AdamWMode.ADAMW_TORCH}
+        return Trainer.get_optimizer_cls_and_kwargs(args, model)
+
+    def _loss_inside_graph(self, outputs, inputs):
+        if self.label_smoother is not None and "labels" in inputs:
+            return self.label_smoother(outputs, inputs["labels"])
+        return outputs["loss"] if isinstance(outputs, dict) else outputs[0]
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        if self.args.use_module_with_loss and self.args.backend == Backend.ORT and model.training:
+            outputs = model(**inputs)  # the ORT graph returns {"loss": loss}
+            return (outputs["loss"], outputs) if return_outputs else outputs["loss"]
+        return super().compute_loss(model, inputs, return_outputs=return_outputs,
+                                    num_items_in_batch=num_items_in_batch)
+
+    # -- what ran -------------------------------------------------------------------------------
+
+    def engine_report(self) -> dict:
+        """What was asked for and what really executed the training steps."""
+        args = self.args
+        report = {
+            "backend": args.backend.value,
+            "engine": "pytorch",
+            "fallback": None,
+            "ort_version": ort_version(),
+            "providers": [],
+            "graphs": [],
+            "compiler": "inductor" if args.backend == Backend.COMPILE else None,
+            "attention": self._attention_note or getattr(getattr(self.model, "config", None),
+                                                         "_attn_implementation", None),
+            "optimizer": str(getattr(args.optim, "value", args.optim)),
+            "precision": "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32",
+            "device": str(args.device),
+            "world_size": args.world_size,
+            "torch_version": torch.__version__,
+            "transformers_version": _version("transformers"),
+            "python": platform.python_version(),
+        }
+        if args.backend == Backend.ORT:
+            if self._ort_engine is None:
+                report.update(engine=None, fallback="not trained yet")
+            else:
+                report.update(self._ort_engine.report())
+        return report
+
+    def write_engine_report(self) -> str | None:
+        if not self.is_world_process_zero():
+            return None
+        os.makedirs(self.args.output_dir, exist_ok=True)
+        path = os.path.join(self.args.output_dir, ENGINE_REPORT)
+        with open(path, "w") as handle:
+            json.dump(self.engine_report(), handle, indent=2)
+        return path
+
+
+class _EngineReportCallback(TrainerCallback):
+    """Writes the engine report after the first optimizer step, so even a crashed run has one."""
+
+    def __init__(self, trainer: _ORTTrainerMixin):
+        self.trainer = trainer
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == 1:
+            self.trainer.write_engine_report()
+
+
+def _version(distribution: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return None
+
+
+class ORTTrainer(_ORTTrainerMixin, Trainer):
+    """A drop-in ``transformers.Trainer`` whose training steps run in ONNX Runtime.
+
+    Use it with :class:`ORTTrainingArguments`; ``trainer.engine_report()`` (also written to
+    ``output_dir/engine_report.json``) says which engine really ran.
+    """
+
+
+class ORTSeq2SeqTrainer(_ORTTrainerMixin, Seq2SeqTrainer):
+    """``Seq2SeqTrainer`` (generation in evaluate/predict) with ONNX Runtime training steps."""
