@@ -34,12 +34,14 @@ def guard_custom_autograd_functions() -> None:
 
     def apply(cls, *args, **kwargs):
         if _in_ortmodule_export() and not cls.__module__.startswith(("onnxruntime.", "torch.")):
-            import torch as _torch
+            # Raised as ORT's own "unsupported ONNX model" exception, so ORTModule's fallback policy
+            # decides: FALLBACK_DISABLE re-raises it, the default policy runs PyTorch instead.
+            from onnxruntime.training.ortmodule._fallback import ORTModuleONNXModelException, wrap_exception
 
-            raise CustomAutogradFunctionError(
+            raise wrap_exception(ORTModuleONNXModelException, CustomAutogradFunctionError(
                 f"The model calls the custom torch.autograd.Function {cls.__module__}.{cls.__qualname__}. "
-                f"ORTModule cannot run custom autograd Functions on torch {_torch.__version__} (its "
-                "torch_interop_utils extension does not build) and would silently ignore the Function's backward.")
+                f"ORTModule cannot run custom autograd Functions on torch {torch.__version__} (its "
+                "torch_interop_utils extension does not build) and would silently ignore the Function's backward."))
         return original(cls, *args, **kwargs)
 
     torch.autograd.Function.apply = classmethod(apply)

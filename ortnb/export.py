@@ -1,0 +1,240 @@
+"""Export a fine-tuned model to an inference ONNX file and prove ONNX Runtime agrees with PyTorch.
+
+``export_onnx`` takes a model (or the directory ``save_pretrained`` wrote, such as a Trainer's
+``output_dir``), traces it with the TorchScript exporter, and then runs the file with
+``onnxruntime.InferenceSession`` twice, at two different shapes, so a broken graph or a
+dynamic axis that was baked in as a constant fails here rather than in production.
+
+onnxruntime and onnx are imported inside the functions: ``import ortnb.export`` stays light.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import _imports
+from .errors import ExportParityError
+
+# task -> (transformers' name table used to recognise architectures, Auto class, output field)
+TASKS = {
+    "sequence-classification": ("MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES",
+                                "AutoModelForSequenceClassification", "logits"),
+    "token-classification": ("MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING_NAMES", "AutoModelForTokenClassification", "logits"),
+    "masked-lm": ("MODEL_FOR_MASKED_LM_MAPPING_NAMES", "AutoModelForMaskedLM", "logits"),
+    "causal-lm": ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "AutoModelForCausalLM", "logits"),
+    "feature-extraction": ("MODEL_MAPPING_NAMES", "AutoModel", "last_hidden_state"),
+}
+_SEED = 1234  # fixed so two exports of the same model see the same sample inputs
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """Where the ONNX file is and how closely it matched PyTorch (worst of both parity checks)."""
+
+    path: str
+    task: str
+    max_abs_diff: float
+    opset: int
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    providers: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return (f"{self.task} model exported to {self.path} (opset {self.opset}); inputs {', '.join(self.inputs)}; "
+                f"outputs {', '.join(self.outputs)}; max abs difference vs PyTorch {self.max_abs_diff:.2e} "
+                f"on {', '.join(self.providers)}")
+
+
+class _Wrapper(torch.nn.Module):
+    """Takes plain tensors and returns one plain tensor, so the traced graph has no dicts or caches."""
+
+    def __init__(self, model: torch.nn.Module, output: str, input_names: tuple[str, ...], use_cache: bool):
+        super().__init__()
+        self.model, self.output, self.input_names, self.use_cache = model, output, input_names, use_cache
+
+    def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+        kwargs = dict(zip(self.input_names, tensors), return_dict=True)
+        if self.use_cache:  # only models whose forward has the argument get it
+            kwargs["use_cache"] = False
+        return getattr(self.model(**kwargs), self.output)
+
+
+def _unsupported(what: str) -> ValueError:
+    return ValueError(f"{what}; pass task= one of: {', '.join(TASKS)}")
+
+
+def _task_for(class_names: list[str]) -> str:
+    from transformers.models.auto import modeling_auto
+
+    for name in class_names:  # the class first, then its bases (a user's subclass still counts)
+        for task, (table, _, _) in TASKS.items():
+            values = getattr(modeling_auto, table).values()
+            if any(name == v or (isinstance(v, tuple) and name in v) for v in values):
+                return task
+    raise _unsupported(f"cannot infer the task from architecture {class_names[0]!r}")
+
+
+def _check_path(path) -> Path:
+    path = Path(path)
+    if path.suffix != ".onnx":
+        raise ValueError(f"path must end in .onnx, got {str(path)!r}")
+    return path
+
+
+def _load(model_dir: Path, task: str | None):
+    """Load a saved model in fp32 (the tolerance is an fp32 one) with the class its task needs."""
+    import transformers
+
+    if not (model_dir / "config.json").is_file():
+        raise FileNotFoundError(f"no config.json in {str(model_dir)!r}: pass the directory save_pretrained wrote "
+                                "(a Trainer's output_dir or one of its checkpoint-* folders), or the model itself")
+    config = transformers.AutoConfig.from_pretrained(model_dir)
+    if task is None:
+        if not config.architectures:
+            raise _unsupported(f"config.json in {str(model_dir)!r} names no architectures")
+        task = _task_for([config.architectures[0]])
+    auto_class = getattr(transformers, TASKS[task][1])
+    return auto_class.from_pretrained(model_dir, dtype=torch.float32), task
+
+
+def _make_inputs(config, input_names, batch_size: int, seq_len: int, device) -> dict[str, torch.Tensor]:
+    """Deterministic ids, with right padding in the second row so the mask path is traced and checked."""
+    generator = torch.Generator().manual_seed(_SEED + batch_size * 1000 + seq_len)
+    inputs = {"input_ids": torch.randint(0, config.vocab_size, (batch_size, seq_len), generator=generator),
+              "attention_mask": torch.ones(batch_size, seq_len, dtype=torch.long)}
+    if batch_size > 1:
+        inputs["attention_mask"][1, seq_len // 2 + 1:] = 0
+    if "token_type_ids" in input_names:
+        inputs["token_type_ids"] = torch.zeros(batch_size, seq_len, dtype=torch.long)
+    return {k: v.to(device) for k, v in inputs.items()}
+
+
+def _input_names(config, accepted, sample_inputs) -> tuple[str, ...]:
+    names = ["input_ids", "attention_mask"]
+    # GPT-2 accepts token_type_ids but embeds them with its word table, so zeros are not "no types":
+    # only models with a segment-embedding table (BERT-like) get the input unless the caller passes it.
+    wants_types = getattr(config, "type_vocab_size", 0) or "token_type_ids" in (sample_inputs or {})
+    if "token_type_ids" in accepted and wants_types:
+        names.append("token_type_ids")
+    return tuple(names)
+
+
+def _check_sample_inputs(sample_inputs, input_names, device) -> dict[str, torch.Tensor]:
+    missing = [n for n in ("input_ids", "attention_mask") if n not in sample_inputs]
+    if missing:
+        raise ValueError(f"sample_inputs lacks {missing}; pass a dict of (batch, sequence) tensors with at least "
+                         "input_ids and attention_mask")
+    inputs = {k: torch.as_tensor(v).to(device) for k, v in sample_inputs.items() if k in input_names}
+    if "token_type_ids" in input_names and "token_type_ids" not in inputs:
+        inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
+    return inputs
+
+
+def _torch_outputs(wrapper: torch.nn.Module, inputs: dict[str, torch.Tensor]) -> list[np.ndarray]:
+    """The PyTorch reference the ONNX outputs are compared against."""
+    with torch.no_grad():
+        out = wrapper(*inputs.values())
+    return [t.detach().float().cpu().numpy() for t in (out if isinstance(out, tuple) else (out,))]
+
+
+def _max_abs_diff(expected: np.ndarray, actual: np.ndarray) -> float:
+    if expected.shape != actual.shape:
+        return float("inf")
+    diff = np.abs(expected.astype(np.float64) - actual.astype(np.float64))
+    diff[np.isnan(expected) & np.isnan(actual)] = 0.0  # NaN in both is agreement, NaN in one is not
+    return float("inf") if np.isnan(diff).any() else float(diff.max(initial=0.0))
+
+
+def _parity(session, wrapper, inputs, output_names, atol: float, path: Path) -> float:
+    feeds = {name: t.cpu().numpy() for name, t in inputs.items()}
+    worst = 0.0
+    for name, expected, actual in zip(output_names, _torch_outputs(wrapper, inputs), session.run(None, feeds)):
+        diff = _max_abs_diff(expected, actual)
+        if not diff <= atol:
+            shape = tuple(inputs["input_ids"].shape)
+            raise ExportParityError(
+                f"ONNX output {name!r} differs from PyTorch: max abs difference {diff:.3g} exceeds atol {atol:g} "
+                f"(inputs of shape {shape}). The file is kept for inspection at {path}; a model not in fp32 may "
+                "need a larger atol.")
+        worst = max(worst, diff)
+    return worst
+
+
+def _export(wrapper, inputs, path: Path, task: str, output_names, opset: int) -> None:
+    names = list(inputs)
+    dynamic_axes = {n: {0: "batch", 1: "sequence"} for n in names}
+    # every task but sequence classification returns one row per token
+    out_axes = {0: "batch"} if task == "sequence-classification" else {0: "batch", 1: "sequence"}
+    dynamic_axes.update({n: out_axes for n in output_names})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():
+        # torch >= 2.9 warns that dynamo=False is the legacy exporter; we choose it on purpose
+        # because it handles Transformers' masks with dynamic axes reliably.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", FutureWarning)
+        torch.onnx.export(wrapper, tuple(inputs.values()), str(path), dynamo=False, opset_version=opset,
+                          do_constant_folding=True, input_names=names, output_names=output_names,
+                          dynamic_axes=dynamic_axes)
+
+
+def export_onnx(model_or_dir, path, *, task: str | None = None, sample_inputs: dict | None = None, opset: int = 17,
+                atol: float = 1e-4, seq_len: int = 16, batch_size: int = 2) -> ExportResult:
+    """Export ``model_or_dir`` for inference to ``path`` and check ONNX Runtime matches PyTorch within ``atol``.
+
+    Raises ExportParityError (leaving the file on disk) when any output differs by more than ``atol``.
+    The caller's model keeps its train/eval modes, attention implementation and weights.
+    """
+    path = _check_path(path)
+    if task is not None and task not in TASKS:
+        raise _unsupported(f"unknown task {task!r}")
+    _imports.require_ort_training("export_onnx's parity check")
+    if isinstance(model_or_dir, (str, Path)):
+        model, task = _load(Path(model_or_dir), task)
+    else:
+        model = model_or_dir
+        task = task or _task_for([c.__name__ for c in type(model).__mro__])
+
+    modes = {module: module.training for module in model.modules()}
+    attn = getattr(model.config, "_attn_implementation", None)
+    try:
+        model.eval()
+        if attn not in (None, "eager"):  # sdpa/flash kernels do not trace to portable ONNX
+            model.set_attn_implementation("eager")
+        return _export_and_check(model, path, task, sample_inputs, opset, atol, seq_len, batch_size)
+    finally:
+        if attn not in (None, "eager"):
+            model.set_attn_implementation(attn)
+        for module, training in modes.items():
+            module.training = training
+
+
+def _export_and_check(model, path, task, sample_inputs, opset, atol, seq_len, batch_size) -> ExportResult:
+    import onnxruntime
+
+    # feature-extraction of a model with a head exports its encoder (base_model is the model itself otherwise)
+    target = model.base_model if task == "feature-extraction" else model
+    accepted = inspect.signature(target.forward).parameters
+    input_names = _input_names(model.config, accepted, sample_inputs)
+    wrapper = _Wrapper(target, TASKS[task][2], input_names, "use_cache" in accepted).eval()
+    device = next(model.parameters()).device
+    inputs = (_check_sample_inputs(sample_inputs, input_names, device) if sample_inputs is not None
+              else _make_inputs(model.config, input_names, batch_size, seq_len, device))
+    output_names = [TASKS[task][2]]
+    _export(wrapper, inputs, path, task, output_names, opset)
+
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    diff = _parity(session, wrapper, inputs, output_names, atol, path)
+    # a second shape proves the batch and sequence axes are dynamic, not baked in by the trace
+    b, s = inputs["input_ids"].shape
+    diff = max(diff, _parity(session, wrapper, _make_inputs(model.config, input_names, b + 1, s + 3, device),
+                             output_names, atol, path))
+    return ExportResult(path=str(path), task=task, max_abs_diff=diff, opset=opset,
+                        inputs=tuple(i.name for i in session.get_inputs()),
+                        outputs=tuple(o.name for o in session.get_outputs()),
+                        providers=tuple(session.get_providers()))

@@ -1,0 +1,181 @@
+"""ORTTrainer keeps everything of transformers' Trainer working, with ONNX Runtime running the steps."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from transformers import (AutoModelForSequenceClassification, Trainer, TrainerCallback, TrainingArguments)
+
+from ortnb import ORTTrainer, ORTTrainingArguments
+from ortnb.errors import OrtFallbackError
+
+from .conftest import classification_dataset, tiny_bert
+
+COMMON = dict(per_device_train_batch_size=8, per_device_eval_batch_size=16, logging_steps=1, report_to=[], seed=0,
+              learning_rate=1e-3, disable_tqdm=True, save_strategy="no")
+
+
+def ort_args(tmp_path, **overrides):
+    return ORTTrainingArguments(output_dir=str(tmp_path / "out"), **{**COMMON, "max_steps": 2, **overrides})
+
+
+class RecordLosses(TrainerCallback):
+    def __init__(self):
+        self.losses = []
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "loss" in logs:
+            self.losses.append(float(logs["loss"]))
+
+
+def accuracy(prediction):
+    return {"accuracy": float((np.argmax(prediction.predictions, -1) == prediction.label_ids).mean())}
+
+
+def test_migration_equivalence(tmp_path, train_data):
+    """Trainer -> ORTTrainer and TrainingArguments -> ORTTrainingArguments: same losses, ORT really ran."""
+    losses = {}
+    for name, trainer_cls, args_cls in (("torch", Trainer, TrainingArguments),
+                                        ("ort", ORTTrainer, ORTTrainingArguments)):
+        record = RecordLosses()
+        args = args_cls(output_dir=str(tmp_path / name), max_steps=10, **COMMON)
+        trainer = trainer_cls(model=tiny_bert(), args=args, train_dataset=train_data, callbacks=[record])
+        trainer.train()
+        losses[name] = record.losses
+    assert len(losses["ort"]) == 10
+    np.testing.assert_allclose(losses["ort"], losses["torch"], atol=1e-4, rtol=0)
+    report = trainer.engine_report()
+    assert report["engine"] == "onnxruntime" and report["fallback"] is None
+    assert report["ort_steps"] == 10 and report["pytorch_steps"] == 0
+    assert report["providers"] == ["CPUExecutionProvider"]
+    on_disk = json.loads((tmp_path / "ort" / "engine_report.json").read_text())
+    assert on_disk["engine"] == "onnxruntime" and on_disk["backend"] == "ort"
+
+
+def test_eager_backend_reports_pytorch(tmp_path, bert, train_data):
+    trainer = ORTTrainer(model=bert, args=ort_args(tmp_path, backend="eager"), train_dataset=train_data)
+    trainer.train()
+    report = trainer.engine_report()
+    assert (report["backend"], report["engine"], report["providers"]) == ("eager", "pytorch", [])
+
+
+def test_evaluate_predict_with_metrics(tmp_path, bert, train_data, eval_data):
+    trainer = ORTTrainer(model=bert, args=ort_args(tmp_path, max_steps=30), train_dataset=train_data,
+                         eval_dataset=eval_data, compute_metrics=accuracy)
+    before = trainer.evaluate()["eval_accuracy"]
+    trainer.train()
+    metrics = trainer.evaluate()
+    assert 0.0 <= metrics["eval_accuracy"] <= 1.0 and np.isfinite(metrics["eval_loss"])
+    prediction = trainer.predict(eval_data)
+    assert prediction.predictions.shape == (len(eval_data), 2)
+    assert prediction.metrics["test_accuracy"] == pytest.approx(metrics["eval_accuracy"])
+    # The label is the parity of the first token: 30 steps are enough to move away from chance.
+    assert metrics["eval_accuracy"] != before
+    assert trainer.engine_report()["engine"] == "onnxruntime"
+
+
+def test_model_is_plain_pytorch_after_training(tmp_path, bert, train_data):
+    trainer = ORTTrainer(model=bert, args=ort_args(tmp_path), train_dataset=train_data)
+    trainer.train()
+    assert "forward" not in vars(trainer.model)  # the ORT dispatcher is gone
+    trainer.train()  # a second train() reuses the exported graph
+    assert trainer.engine_report()["ort_steps"] == 4
+
+
+def test_save_model_round_trip(tmp_path, bert, train_data):
+    trainer = ORTTrainer(model=bert, args=ort_args(tmp_path), train_dataset=train_data)
+    trainer.train()
+    trainer.save_model()
+    out = tmp_path / "out"
+    assert (out / "model.safetensors").exists() and (out / "config.json").exists()
+    reloaded = AutoModelForSequenceClassification.from_pretrained(out)
+    for (name, saved), (_, trained) in zip(reloaded.state_dict().items(), trainer.model.state_dict().items()):
+        assert torch.equal(saved, trained), name
+    assert not any(key.startswith(("_torch_module", "forward.")) for key in reloaded.state_dict())
+
+
+def test_resume_from_checkpoint(tmp_path, train_data):
+    args = ort_args(tmp_path, max_steps=6, save_strategy="steps", save_steps=3)
+    record = RecordLosses()
+    ORTTrainer(model=tiny_bert(), args=args, train_dataset=train_data, callbacks=[record]).train()
+    full = record.losses
+    checkpoint = tmp_path / "out" / "checkpoint-3"
+    assert (checkpoint / "optimizer.pt").exists()
+    record = RecordLosses()
+    resumed = ORTTrainer(model=tiny_bert(seed=1), args=args, train_dataset=train_data, callbacks=[record])
+    resumed.train(resume_from_checkpoint=str(checkpoint))
+    assert resumed.state.global_step == 6
+    np.testing.assert_allclose(record.losses, full[3:], atol=1e-4, rtol=0)
+
+
+def test_hyperparameter_search_with_model_init(tmp_path, train_data):
+    pytest.importorskip("optuna")
+    trainer = ORTTrainer(model_init=lambda *_: tiny_bert(), args=ort_args(tmp_path), train_dataset=train_data,
+                         eval_dataset=classification_dataset(rows=16, seed=2))
+    best = trainer.hyperparameter_search(direction="minimize", backend="optuna", n_trials=2,
+                                         hp_space=lambda trial: {"learning_rate": trial.suggest_float("lr", 1e-4, 1e-3)})
+    assert np.isfinite(best.objective)
+
+
+def test_use_module_with_loss_matches(tmp_path, train_data):
+    losses = {}
+    for flag in (False, True):
+        record = RecordLosses()
+        args = ort_args(tmp_path / str(flag), max_steps=4, use_module_with_loss=flag, label_smoothing_factor=0.1)
+        ORTTrainer(model=tiny_bert(), args=args, train_dataset=train_data, callbacks=[record]).train()
+        losses[flag] = record.losses
+    np.testing.assert_allclose(losses[True], losses[False], atol=1e-4, rtol=0)
+
+
+def test_save_onnx_dumps_graphs(tmp_path, bert, train_data):
+    trainer = ORTTrainer(model=bert, args=ort_args(tmp_path, save_onnx=True, onnx_prefix="tiny"),
+                         train_dataset=train_data)
+    trainer.train()
+    graphs = trainer.engine_report()["graphs"]
+    assert graphs and all("tiny" in g and g.endswith(".onnx") for g in graphs)
+
+
+class _StraightThroughRound(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return torch.round(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class _ModelWithCustomFunction(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 2)
+
+    def forward(self, x, labels=None):
+        logits = self.linear(_StraightThroughRound.apply(x))
+        return {"loss": torch.nn.functional.cross_entropy(logits, labels), "logits": logits}
+
+
+def _custom_function_data():
+    from datasets import Dataset
+
+    generator = torch.Generator().manual_seed(0)
+    return Dataset.from_dict({"x": torch.randn(16, 4, generator=generator).tolist(), "labels": [0, 1] * 8})
+
+
+def test_custom_autograd_function_is_a_clear_error(tmp_path):
+    trainer = ORTTrainer(model=_ModelWithCustomFunction(), args=ort_args(tmp_path), train_dataset=_custom_function_data())
+    with pytest.raises(OrtFallbackError, match=r"(?s)custom torch.autograd.Function .*_StraightThroughRound.*"
+                                               r"backend='eager'"):
+        trainer.train()
+
+
+def test_custom_autograd_function_allowed_fallback_is_recorded(tmp_path):
+    trainer = ORTTrainer(model=_ModelWithCustomFunction(), args=ort_args(tmp_path, ort_fallback="allow"),
+                         train_dataset=_custom_function_data())
+    trainer.train()
+    report = trainer.engine_report()
+    assert report["engine"] == "pytorch" and report["pytorch_steps"] == 2 and report["ort_steps"] == 0
+    assert "_StraightThroughRound" in report["fallback"]
