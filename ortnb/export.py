@@ -130,10 +130,10 @@ def _check_sample_inputs(sample_inputs, input_names, device) -> dict[str, torch.
     if missing:
         raise ValueError(f"sample_inputs lacks {missing}; pass a dict of (batch, sequence) tensors with at least "
                          "input_ids and attention_mask")
-    inputs = {k: torch.as_tensor(v).to(device) for k, v in sample_inputs.items() if k in input_names}
-    if "token_type_ids" in input_names and "token_type_ids" not in inputs:
-        inputs["token_type_ids"] = torch.zeros_like(inputs["input_ids"])
-    return inputs
+    ids = torch.as_tensor(sample_inputs["input_ids"])
+    # in input_names order: the wrapper and the exporter take the tensors positionally
+    return {n: torch.as_tensor(sample_inputs[n]).to(device) if n in sample_inputs else torch.zeros_like(ids).to(device)
+            for n in input_names}
 
 
 def _torch_outputs(wrapper: torch.nn.Module, inputs: dict[str, torch.Tensor]) -> list[np.ndarray]:

@@ -5,6 +5,9 @@ incompatibility is a `Fix`: ``needed()`` looks at the running versions, ``apply(
 A fix is applied only when needed, and ``load_ortmodule()`` records which ones ran, so the
 engine report can say so. See ../shared/ort-on-current-pytorch.md for how each was found.
 
+Not mended: ``torch.onnx._internal._beartype`` (gone since torch 2.8) is used only by ORTModule's
+ZeRO stage 3 support, which ortnb refuses for the ORT backend.
+
 Fixes marked ``before_import`` must run before anything imports ``onnxruntime.training``:
 that package tries to import ORTModule in its own ``__init__`` and binds names at import time.
 """
@@ -71,24 +74,7 @@ def _alias_exporter_modules() -> None:
             setattr(torch.onnx, name, module)
 
 
-# --- 2. torch.onnx._internal._beartype is gone -----------------------------------------------
-
-def _beartype_missing() -> bool:
-    return not _module_exists("torch.onnx._internal._beartype")
-
-
-def _stub_beartype() -> None:
-    # ORTModule's ZeRO-3 support decorates a symbolic function with it; a no-op is what torch did
-    # when beartype was not installed.
-    stub = types.ModuleType("torch.onnx._internal._beartype")
-    stub.beartype = lambda function: function
-    sys.modules["torch.onnx._internal._beartype"] = stub
-    import torch.onnx._internal as internal
-
-    internal._beartype = stub
-
-
-# --- 3. torch.onnx.export defaults to the dynamo exporter ------------------------------------
+# --- 2. torch.onnx.export defaults to the dynamo exporter ------------------------------------
 
 def _export_defaults_to_dynamo() -> bool:
     import torch.onnx
@@ -119,7 +105,7 @@ def _export_with_torchscript_inside_ortmodule() -> None:
     torch.onnx.export = export
 
 
-# --- 4. ORTModule's C++ extensions -----------------------------------------------------------
+# --- 3. ORTModule's C++ extensions -----------------------------------------------------------
 
 def _extensions_not_installed() -> bool:
     spec = importlib.util.find_spec("onnxruntime")
@@ -169,7 +155,7 @@ def _forget_missing_extension_error() -> None:
     package.torch_interop_utils = sys.modules[CPP_EXTENSIONS + ".torch_interop_utils"]
 
 
-# --- 5. NVTX ranges on a CPU-only torch ------------------------------------------------------
+# --- 4. NVTX ranges on a CPU-only torch ------------------------------------------------------
 
 def _nvtx_unusable() -> bool:
     import torch
@@ -196,7 +182,6 @@ def _silence_nvtx_ranges() -> None:
 FIXES: tuple[Fix, ...] = (
     Fix("torchscript_exporter_aliases", "torch>=2.9 moved the TorchScript exporter modules ORTModule imports",
         _exporter_moved, _alias_exporter_modules),
-    Fix("beartype_stub", "torch>=2.8 removed torch.onnx._internal._beartype", _beartype_missing, _stub_beartype),
     Fix("export_dynamo_false", "torch.onnx.export defaults to dynamo=True; ORTModule needs the TorchScript exporter",
         _export_defaults_to_dynamo, _export_with_torchscript_inside_ortmodule),
     Fix("cpp_extension_from_cache", "ORTModule's C++ extension is built by ortnb, not torch_ort.configure",

@@ -1,0 +1,72 @@
+"""Each compatibility fix is needed: leaving it out breaks ORTModule on this torch.
+
+Each case runs in a fresh interpreter, because the fixes patch modules process-wide.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from ortnb.backends import ort_compat
+
+TRAIN_ONE_STEP = textwrap.dedent("""
+    import sys, torch
+    from ortnb.backends import ort_compat
+    skip = frozenset(a for a in sys.argv[1:] if a)
+    ortmodule = ort_compat.load_ortmodule(skip=skip)
+    print("APPLIED", ",".join(ort_compat.applied_fixes()))
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 1)).train()
+    ort = ortmodule.ORTModule(model)
+    from onnxruntime.training.ortmodule._fallback import _FallbackPolicy
+    ort._fallback_manager.policy = _FallbackPolicy.FALLBACK_DISABLE  # fail instead of quietly running PyTorch
+    loss = ort(torch.randn(4, 8)).square().mean()
+    loss.backward()
+    assert model[0].weight.grad is not None
+    print("TRAINED", type(ort._torch_module).__name__)
+""")
+
+
+def run_with(skip: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", TRAIN_ONE_STEP, *skip], capture_output=True, text=True, timeout=300)
+
+
+def test_all_fixes_train_with_onnxruntime():
+    done = run_with()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "TRAINED TorchModuleORT" in done.stdout
+    applied = done.stdout.split("APPLIED ")[1].split()[0].split(",")
+    assert set(applied) == {fix.name for fix in ort_compat.FIXES if fix.needed()}
+
+
+# What each fix prevents, as seen on torch 2.13 with onnxruntime-training 1.19.2.
+SYMPTOMS = {
+    "torchscript_exporter_aliases": r"cannot import name 'jit_utils'",
+    "export_dynamo_false": r"onnxscript|dynamo|torch\.export|ExportedProgram",  # the dynamo exporter ran
+    "cpp_extension_from_cache": r"extensions were not detected",
+    "forget_missing_extension_error": r"extensions were not detected",
+    "nvtx_noop_without_cuda": r"NVTX functions not installed",
+}
+
+
+def test_every_fix_has_a_symptom():
+    assert set(SYMPTOMS) == {fix.name for fix in ort_compat.FIXES}
+
+
+@pytest.mark.parametrize("name", sorted(SYMPTOMS))
+def test_fix_is_needed(name):
+    fix = next(fix for fix in ort_compat.FIXES if fix.name == name)
+    if not fix.needed():
+        pytest.skip(f"{name} is not needed with these versions")
+    # Leaving out the extension loader also leaves out what depends on it.
+    skip = (name, "forget_missing_extension_error") if name == "cpp_extension_from_cache" else (name,)
+    done = run_with(skip)
+    assert done.returncode != 0, f"training worked without {name}:\n{done.stdout}"
+    assert "TRAINED" not in done.stdout
+    import re
+
+    assert re.search(SYMPTOMS[name], done.stdout + done.stderr), (done.stdout + done.stderr)[-3000:]
