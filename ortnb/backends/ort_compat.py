@@ -74,7 +74,28 @@ def _alias_exporter_modules() -> None:
             setattr(torch.onnx, name, module)
 
 
-# --- 2. torch.onnx.export defaults to the dynamo exporter ------------------------------------
+# --- 2. private exporter helpers left out of torch.onnx's compatibility shims -----------------
+
+# Private names ORTModule's symbolic functions import from the public torch.onnx modules (for
+# convolutions: ViT, any Conv model). Since torch 2.9 those modules re-export only part.
+SHIM_NAMES = {"symbolic_opset9": ("_convolution", "_convolution_mode")}
+
+
+def _shim_names_missing() -> bool:
+    return any(not hasattr(importlib.import_module(f"torch.onnx.{module}"), name)
+               for module, names in SHIM_NAMES.items() for name in names)
+
+
+def _restore_shim_names() -> None:
+    for module, names in SHIM_NAMES.items():
+        shim = importlib.import_module(f"torch.onnx.{module}")
+        source = importlib.import_module(f"torch.onnx._internal.torchscript_exporter.{module}")
+        for name in names:
+            if not hasattr(shim, name):
+                setattr(shim, name, getattr(source, name))
+
+
+# --- 3. torch.onnx.export defaults to the dynamo exporter ------------------------------------
 
 def _export_defaults_to_dynamo() -> bool:
     import torch.onnx
@@ -105,7 +126,7 @@ def _export_with_torchscript_inside_ortmodule() -> None:
     torch.onnx.export = export
 
 
-# --- 3. ORTModule's C++ extensions -----------------------------------------------------------
+# --- 4. ORTModule's C++ extensions -----------------------------------------------------------
 
 def _extensions_not_installed() -> bool:
     spec = importlib.util.find_spec("onnxruntime")
@@ -155,7 +176,7 @@ def _forget_missing_extension_error() -> None:
     package.torch_interop_utils = sys.modules[CPP_EXTENSIONS + ".torch_interop_utils"]
 
 
-# --- 4. NVTX ranges on a CPU-only torch ------------------------------------------------------
+# --- 5. NVTX ranges on a CPU-only torch ------------------------------------------------------
 
 def _nvtx_unusable() -> bool:
     import torch
@@ -182,6 +203,8 @@ def _silence_nvtx_ranges() -> None:
 FIXES: tuple[Fix, ...] = (
     Fix("torchscript_exporter_aliases", "torch>=2.9 moved the TorchScript exporter modules ORTModule imports",
         _exporter_moved, _alias_exporter_modules),
+    Fix("exporter_shim_names", "torch>=2.9's torch.onnx.symbolic_* shims lack private helpers ORTModule imports",
+        _shim_names_missing, _restore_shim_names),
     Fix("export_dynamo_false", "torch.onnx.export defaults to dynamo=True; ORTModule needs the TorchScript exporter",
         _export_defaults_to_dynamo, _export_with_torchscript_inside_ortmodule),
     Fix("cpp_extension_from_cache", "ORTModule's C++ extension is built by ortnb, not torch_ort.configure",

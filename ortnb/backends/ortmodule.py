@@ -10,6 +10,7 @@ inside the model, DDP and DeepSpeed wrap it exactly as they wrap any model.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import os
 import time
@@ -70,6 +71,8 @@ class OrtEngine:
         self.options = options
         self.stats = EngineStats()
         self._inside = False
+        # A KV cache is for generation; as a training output ORTModule cannot flatten it (T5, BART).
+        self._no_cache = "use_cache" in inspect.signature(type(model).forward).parameters
         self._ort = self._build_ortmodule()
 
     # -- set-up -------------------------------------------------------------------------------
@@ -107,6 +110,8 @@ class OrtEngine:
         if self._inside or not (model.training and torch.is_grad_enabled()):
             # Evaluation, generation, or ORTModule tracing the model: plain PyTorch.
             return type(model).forward(model, *args, **kwargs)
+        if self._no_cache:
+            kwargs.setdefault("use_cache", False)
         self._inside = True
         started = time.perf_counter()
         try:
