@@ -15,6 +15,7 @@ from transformers.training_args import OptimizerNames
 
 from .. import _imports
 from ..errors import ConfigError
+from .distributed import fix_cpu_deepspeed_world, imply_use_cpu_for_ddp
 
 
 class Backend(str, Enum):
@@ -76,7 +77,10 @@ class ORTTrainingArguments(TrainingArguments):
             self.torch_compile = True  # transformers' own torch.compile path
         if ort_optim:
             self.optim = OptimizerNames.ADAMW_TORCH.value  # stand-in while TrainingArguments validates
+        imply_use_cpu_for_ddp(self)
         super().__post_init__()
+        if fix_cpu_deepspeed_world(self.distributed_state) and self.hf_deepspeed_config is not None:
+            self.hf_deepspeed_config.trainer_config_process(self)  # batch sizes with the real world size
         if ort_optim:
             self.optim = OrtOptimizerNames.ADAMW_ORT_FUSED
 

@@ -122,7 +122,7 @@ class _ORTTrainerMixin:
             "optimizer": str(getattr(args.optim, "value", args.optim)),
             "precision": "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32",
             "device": str(args.device),
-            "world_size": args.world_size,
+            "world_size": _world_size(),
             "torch_version": torch.__version__,
             "transformers_version": _version("transformers"),
             "python": platform.python_version(),
@@ -153,6 +153,12 @@ class _EngineReportCallback(TrainerCallback):
     def on_step_end(self, args, state, control, **kwargs):
         if state.global_step == 1:
             self.trainer.write_engine_report()
+
+
+def _world_size() -> int:
+    # Read from torch.distributed: TrainingArguments.world_size says 1 for DeepSpeed on CPU.
+    distributed = torch.distributed
+    return distributed.get_world_size() if distributed.is_available() and distributed.is_initialized() else 1
 
 
 def _version(distribution: str) -> str | None:
