@@ -1,0 +1,77 @@
+"""The ``ortnb`` command: ``ortnb setup`` builds what the ORT backend needs, ``ortnb info`` says what works here."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import _imports
+
+
+def cmd_setup(options: argparse.Namespace) -> int:
+    """Build ORTModule's C++ extension for the installed torch and check that ORTModule imports."""
+    from .backends import ort_compat, ort_extensions
+
+    try:
+        _imports.require_ort_training("ortnb setup")
+    except ImportError as error:
+        print(f"ortnb setup: {error}", file=sys.stderr)
+        return 1
+    path = ort_extensions.build_extension(force=options.force) if options.force else ort_extensions.ensure_extension()
+    print(f"ortnb setup: extension ready at {path}")
+    ort_compat.load_ortmodule()
+    print(f"ortnb setup: ORTModule imports; fixes applied for this torch: {', '.join(ort_compat.applied_fixes())}")
+    return 0
+
+
+def machine_facts() -> dict:
+    """Versions and capabilities of this machine, as plain data."""
+    import torch
+
+    from .backends import ort_extensions
+
+    facts = {
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "cuda": torch.cuda.is_available(),
+        "onnxruntime_training": _imports.ort_training_distribution(),
+        "onnxruntime_version": _imports.ort_version(),
+        "deepspeed": _imports.is_deepspeed_available(),
+    }
+    if facts["onnxruntime_training"]:
+        built = ort_extensions.built_extension()
+        facts["ort_extension"] = str(built) if built else "not built (run `ortnb setup`, or it builds on first use)"
+    return facts
+
+
+def cmd_info(options: argparse.Namespace) -> int:
+    facts = machine_facts()
+    if options.json:
+        print(json.dumps(facts, indent=2))
+    else:
+        width = max(map(len, facts))
+        for key, value in facts.items():
+            print(f"{key:<{width}}  {value}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ortnb", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    setup = commands.add_parser("setup", help=cmd_setup.__doc__)
+    setup.add_argument("--force", action="store_true", help="rebuild even if a build exists")
+    setup.set_defaults(run=cmd_setup)
+    info = commands.add_parser("info", help="versions and what this machine can run")
+    info.add_argument("--json", action="store_true")
+    info.set_defaults(run=cmd_info)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = build_parser().parse_args(argv)
+    return options.run(options)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""Packaging promises: a light import, the setup command, the extension built on first use."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("onnxruntime", "deepspeed", "plotly", "ipywidgets")
+
+
+def test_import_ortnb_stays_light():
+    code = ("import sys, ortnb; ortnb.__version__; "
+            f"print([m for m in {HEAVY!r} if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_public_names_resolve_lazily():
+    code = ("import sys, ortnb; from ortnb import ORTTrainer, ORTTrainingArguments, export_onnx; "
+            f"print([m for m in {HEAVY!r} if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"  # even the trainer waits for the first ORT use
+
+
+def test_info_reports_versions():
+    done = subprocess.run([sys.executable, "-m", "ortnb", "info", "--json"], capture_output=True, text=True, check=True)
+    facts = json.loads(done.stdout)
+    assert facts["torch"].startswith("2.") and facts["onnxruntime_version"] == "1.19.2"
+
+
+def test_setup_makes_ortmodule_usable():
+    done = subprocess.run([sys.executable, "-m", "ortnb", "setup"], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "extension ready at" in done.stdout and "ORTModule imports" in done.stdout
+
+
+def test_extension_is_built_on_first_use_with_a_message(tmp_path, monkeypatch, capsys):
+    """An empty cache triggers a build that says what it is doing (the compiler is stood in for here)."""
+    from ortnb.backends import ort_extensions
+
+    real = ort_extensions.built_extension()
+    if real is None:
+        pytest.skip("needs one real build to copy; `ortnb setup` makes it")
+    monkeypatch.setenv("ORTNB_CACHE", str(tmp_path))
+    calls = []
+
+    def fake_compiler(command, cwd, capture_output, text):
+        calls.append(command)
+        target = command[command.index("--build-lib") + 1]
+        shutil.copy(real, target)
+        return subprocess.CompletedProcess(command, 0, "compiled", "")
+
+    monkeypatch.setattr(ort_extensions.subprocess, "run", fake_compiler)
+    path = ort_extensions.ensure_extension()
+    assert path.parent == ort_extensions.extension_dir() and str(tmp_path) in str(path)
+    assert "build_ext" in calls[0]
+    out = capsys.readouterr().out
+    assert "building ONNX Runtime's aten_op_executor extension" in out and "built aten_op_executor" in out
+    assert ort_extensions.ensure_extension() == path and len(calls) == 1  # the second call reuses the build
+
+
+def test_failed_build_says_what_is_missing(tmp_path, monkeypatch):
+    from ortnb.backends import ort_extensions
+
+    monkeypatch.setenv("ORTNB_CACHE", str(tmp_path))
+    monkeypatch.setattr(ort_extensions.subprocess, "run",
+                        lambda command, **_: subprocess.CompletedProcess(command, 1, "", "g++: not found"))
+    with pytest.raises(RuntimeError, match=r"(?s)Building aten_op_executor failed.*C\+\+ compiler.*g\+\+: not found"):
+        ort_extensions.ensure_extension(log=lambda _message: None)
