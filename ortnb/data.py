@@ -1,0 +1,76 @@
+"""Turn a RunConfig's dataset into tokenized train/eval sets of fixed length.
+
+Every sample is padded or cut to ``seq_len`` tokens: constant shapes keep ORT from re-building
+graphs and make step times comparable between runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import assets
+
+
+def raw_splits(dataset, task: str, eval_samples: int, seed: int):
+    """(train, eval) of raw rows: columns text[, label] for classification, text for causal LM."""
+    from datasets import Dataset
+
+    if isinstance(dataset, str) and dataset == "rotten_tomatoes":
+        train, validation = assets.rotten_tomatoes()
+        return train, validation.select(range(min(eval_samples, len(validation))))
+    if isinstance(dataset, str) and dataset == "hamlet":
+        full = Dataset.from_dict({"text": [assets.hamlet_text()]})
+    elif isinstance(dataset, str):
+        full = _from_file(Path(dataset).expanduser())
+    else:
+        full = dataset
+    if eval_samples and task == "sequence-classification":
+        parts = full.train_test_split(test_size=eval_samples, seed=seed)
+        return parts["train"], parts["test"]
+    return full, None
+
+
+def _from_file(path: Path):
+    from datasets import Dataset, load_dataset, load_from_disk
+
+    if path.is_dir():  # Dataset.save_to_disk output (launch() stores in-memory datasets so)
+        return load_from_disk(str(path))
+    if path.suffix == ".txt":
+        return Dataset.from_dict({"text": [path.read_text(encoding="utf-8", errors="replace")]})
+    kind = "json" if path.suffix in (".json", ".jsonl") else "csv"
+    return load_dataset(kind, data_files=str(path), split="train")
+
+
+def tokenize_classification(rows, tokenizer, seq_len: int):
+    def encode(batch):
+        return tokenizer(batch["text"], truncation=True, max_length=seq_len, padding="max_length")
+
+    columns = [c for c in rows.column_names if c != "label"]
+    return rows.map(encode, batched=True, remove_columns=columns).rename_column("label", "labels")
+
+
+def tokenize_causal(rows, tokenizer, seq_len: int, eval_blocks: int = 0):
+    """Concatenate the text and cut it into blocks of seq_len tokens (labels = inputs)."""
+    from datasets import Dataset
+
+    ids = tokenizer("\n".join(rows["text"]), add_special_tokens=False)["input_ids"]
+    blocks = [ids[i:i + seq_len] for i in range(0, len(ids) - seq_len + 1, seq_len)]
+    split = len(blocks) - eval_blocks
+
+    def to_dataset(chunk):
+        return Dataset.from_dict({"input_ids": chunk, "attention_mask": [[1] * seq_len] * len(chunk),
+                                  "labels": chunk})
+
+    return to_dataset(blocks[:split]), (to_dataset(blocks[split:]) if eval_blocks else None)
+
+
+def build(dataset, task: str, tokenizer, seq_len: int, eval_samples: int = 0, seed: int = 0,
+          train_samples: int | None = None):
+    """(train, eval or None), tokenized for ``task``; ``train_samples`` keeps only the rows a run reads."""
+    train, evaluation = raw_splits(dataset, task, eval_samples, seed)
+    if train_samples and task == "sequence-classification" and len(train) > train_samples:
+        train = train.shuffle(seed=seed).select(range(train_samples))
+    if task == "causal-lm":
+        return tokenize_causal(train, tokenizer, seq_len, eval_blocks=eval_samples)
+    train = tokenize_classification(train, tokenizer, seq_len)
+    return train, (tokenize_classification(evaluation, tokenizer, seq_len) if evaluation is not None else None)

@@ -1,0 +1,90 @@
+"""Model FLOPs per training step and this machine's measured peak, for MFU.
+
+FLOPs per trained token = 6 * N + 12 * L * d * T (PaLM, appendix B): N non-embedding parameters
+(forward 2N, backward 4N), plus the attention score and value products of L layers of width d
+over T tokens of context. Embedding lookups are not matmuls and are left out. MFU is the model
+FLOPs actually achieved per second over the peak of this machine for the dtype, which is
+measured once with a large matmul on all cores and cached (``~/.cache/ortnb/peak.json``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+
+from .backends.ort_extensions import cache_root
+
+MATMUL_SIZE = 2048
+
+
+def non_embedding_parameters(model) -> int:
+    import torch
+
+    embedding = sum(p.numel() for m in model.modules() if isinstance(m, torch.nn.Embedding) for p in m.parameters())
+    return sum(p.numel() for p in model.parameters()) - embedding
+
+
+def flops_per_token(model, seq_len: int) -> float:
+    config = model.config
+    layers = getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", 0)
+    width = getattr(config, "hidden_size", None) or getattr(config, "n_embd", 0)
+    return 6.0 * non_embedding_parameters(model) + 12.0 * layers * width * seq_len
+
+
+def flops_per_step(model, batch_size: int, seq_len: int, num_processes: int = 1) -> float:
+    """Model FLOPs of one optimizer step over all processes."""
+    return flops_per_token(model, seq_len) * batch_size * seq_len * num_processes
+
+
+def _machine_key(dtype: str, threads: int) -> str:
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as handle:
+            cpu = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else cpu
+    return f"{device}|torch {torch.__version__}|{dtype}|{threads} threads"
+
+
+def measure_peak(dtype: str = "fp32", threads: int | None = None, repeats: int = 5) -> float:
+    """FLOP/s of a 2048^3 matmul, median of ``repeats`` after one warm-up."""
+    import torch
+
+    threads = threads or os.cpu_count() or 1
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    kind = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        a = torch.randn(MATMUL_SIZE, MATMUL_SIZE, device=device).to(kind)
+        b = torch.randn(MATMUL_SIZE, MATMUL_SIZE, device=device).to(kind)
+        times = []
+        for index in range(repeats + 1):
+            started = time.perf_counter()
+            torch.mm(a, b)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            if index:
+                times.append(time.perf_counter() - started)
+    finally:
+        torch.set_num_threads(previous)
+    return 2.0 * MATMUL_SIZE ** 3 / statistics.median(times)
+
+
+def machine_peak(dtype: str = "fp32", threads: int | None = None) -> float:
+    """Cached peak FLOP/s for this machine, dtype and thread count (measured on first use)."""
+    threads = threads or os.cpu_count() or 1
+    path = cache_root() / "peak.json"
+    key = _machine_key(dtype, threads)
+    cache = json.loads(path.read_text()) if path.exists() else {}
+    if key not in cache:
+        cache[key] = measure_peak(dtype, threads)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(cache, indent=2))
+    return cache[key]

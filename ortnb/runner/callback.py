@@ -1,0 +1,89 @@
+"""RunCallback: per-step measurements, the stop request and the NaN guard, inside an ORTTrainer run."""
+
+from __future__ import annotations
+
+import math
+import resource
+import time
+from pathlib import Path
+
+import torch
+from transformers import TrainerCallback
+
+from . import layout
+
+
+def optimizer_state_bytes(optimizer) -> int:
+    """Bytes of optimizer state this rank holds (unwraps accelerate's and DeepSpeed's wrappers)."""
+    inner = optimizer
+    while hasattr(inner, "optimizer") and inner.optimizer is not inner:
+        inner = inner.optimizer
+    state = getattr(inner, "state", {})
+    return sum(t.numel() * t.element_size() for entry in state.values() for t in entry.values() if torch.is_tensor(t))
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux reports KiB
+
+
+def _gather(values: list[float]) -> list[list[float]]:
+    """Every rank's values (one collective per step; ranks always call it at the same point)."""
+    tensor = torch.tensor(values, dtype=torch.float64)
+    distributed = torch.distributed
+    if not (distributed.is_available() and distributed.is_initialized()) or distributed.get_world_size() == 1:
+        return [values]
+    gathered = [torch.zeros_like(tensor) for _ in range(distributed.get_world_size())]
+    distributed.all_gather(gathered, tensor)
+    return [t.tolist() for t in gathered]
+
+
+class RunCallback(TrainerCallback):
+    def __init__(self, run_dir: Path, writer, *, samples_per_step: int, seq_len: int, flops_per_step: float,
+                 peak_flops: float | None):
+        self.run_dir = Path(run_dir)
+        self.writer = writer  # None on ranks other than 0
+        self.samples_per_step = samples_per_step
+        self.seq_len = seq_len
+        self.flops_per_step = flops_per_step
+        self.peak_flops = peak_flops
+        self.trainer = None
+        self.stopped = False
+        self._last = None
+        self._pending: dict = {}
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self._last = time.perf_counter()
+
+    def on_step_end(self, args, state, control, optimizer=None, **kwargs):
+        now = time.perf_counter()
+        step_time, self._last = now - self._last, now
+        gpu = torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else 0.0
+        stop_requested = float((self.run_dir / layout.STOP).exists())
+        ranks = _gather([peak_rss_mb(), optimizer_state_bytes(optimizer) / 2**20, gpu, stop_requested])
+        self._pending = {
+            "step": state.global_step, "wall_time": time.time(), "step_time": step_time,
+            "samples_per_s": self.samples_per_step / step_time,
+            "tokens_per_s": self.samples_per_step * self.seq_len / step_time,
+            "peak_rss_mb": [r[0] for r in ranks], "optimizer_state_mb": [r[1] for r in ranks],
+            "gpu_memory_mb": [r[2] for r in ranks] if torch.cuda.is_available() else None,
+            "mfu": self.flops_per_step / step_time / self.peak_flops if self.peak_flops else None,
+        }
+        if state.global_step == 1 and self.writer and self.trainer is not None:
+            self.writer.event("engine", **self.trainer.engine_report())
+        if any(r[3] for r in ranks):  # all ranks see the same gathered flags, so they stop together
+            self.stopped = True
+            control.should_training_stop = True
+            control.should_save = True
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs or "loss" not in logs or not self._pending:
+            return
+        loss = float(logs["loss"])
+        record = {"kind": "step", **self._pending, "loss": loss, "learning_rate": logs.get("learning_rate"),
+                  "grad_norm": logs.get("grad_norm")}
+        self._pending = {}
+        if self.writer:
+            self.writer.write(record)
+        if not math.isfinite(loss):
+            raise FloatingPointError(f"The loss became {loss} at step {state.global_step}. Training stopped: lower "
+                                     "learning_rate, or use precision='no' if mixed precision is on.")

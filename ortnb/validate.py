@@ -1,0 +1,203 @@
+"""validate(cfg): every reason a RunConfig cannot run on this machine, all at once, before anything starts.
+
+Each problem names the field and the way out. ``choices(cfg)`` runs the same checks for every
+value of the closed fields, which is what the widgets grey out.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import assets
+from .capabilities import Capabilities, capabilities
+from .config import Precision, RunConfig, Task
+from .errors import ConfigError
+
+BACKENDS = ("eager", "ort", "compile")
+OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adamw_ort_fused")
+ZERO_STAGES = (0, 1, 2)
+DATA_SUFFIXES = (".csv", ".json", ".jsonl", ".txt")
+CHOICE_FIELDS = {"backend": BACKENDS, "optim": OPTIMIZERS, "precision": tuple(p.value for p in Precision),
+                 "zero_stage": ZERO_STAGES}
+
+
+@dataclass(frozen=True)
+class Problem:
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.message}"
+
+
+def validate(cfg: RunConfig, caps: Capabilities | None = None) -> list[Problem]:
+    """Every problem with ``cfg`` on this machine (empty when the run can start)."""
+    caps = caps or capabilities()
+    problems: list[Problem] = []
+    for check in (_check_numbers, _check_choices, _check_hardware, _check_model_and_data, _check_output):
+        check(cfg, caps, problems)
+    return problems
+
+
+def check(cfg: RunConfig, caps: Capabilities | None = None) -> None:
+    """Raise one ConfigError listing every problem, or return."""
+    problems = validate(cfg, caps)
+    if problems:
+        raise ConfigError([str(p) for p in problems])
+
+
+def choices(cfg: RunConfig, caps: Capabilities | None = None) -> dict[str, dict]:
+    """For each closed field, each value -> None if it can run with the rest of ``cfg``, else the reason."""
+    caps = caps or capabilities()
+    table = {}
+    for name, values in CHOICE_FIELDS.items():
+        table[name] = {}
+        for value in values:
+            blocking = [p for p in validate(cfg.replace(**{name: value}), caps)
+                        if p.field == name or name in p.message]
+            table[name][value] = blocking[0].message if blocking else None
+    return table
+
+
+def _check_numbers(cfg, caps, problems):
+    def need(condition, field, message):
+        if not condition:
+            problems.append(Problem(field, message))
+
+    need(_is_int(cfg.num_processes) and cfg.num_processes >= 1, "num_processes",
+         f"must be a whole number >= 1, got {cfg.num_processes!r}.")
+    if _is_int(cfg.num_processes) and cfg.num_processes > caps.cpu_cores and not caps.cuda:
+        problems.append(Problem("num_processes", f"{cfg.num_processes} processes on {caps.cpu_cores} CPU cores would "
+                                                 f"fight for cores; use at most {caps.cpu_cores}."))
+    need(_is_int(cfg.batch_size) and cfg.batch_size >= 1, "batch_size", f"must be >= 1, got {cfg.batch_size!r}.")
+    need(_is_int(cfg.seq_len) and 8 <= cfg.seq_len <= 8192, "seq_len", f"must be 8 to 8192 tokens, got {cfg.seq_len!r}.")
+    need(_is_int(cfg.max_steps) and cfg.max_steps >= 1, "max_steps", f"must be >= 1, got {cfg.max_steps!r}.")
+    need(_is_int(cfg.warmup_steps) and cfg.warmup_steps >= 0, "warmup_steps",
+         f"must be >= 0, got {cfg.warmup_steps!r}.")
+    if _is_int(cfg.warmup_steps) and _is_int(cfg.max_steps) and cfg.warmup_steps >= cfg.max_steps >= 1:
+        problems.append(Problem("warmup_steps", f"{cfg.warmup_steps} warm-up steps leave none of the {cfg.max_steps} "
+                                                "steps to measure; raise max_steps or lower warmup_steps."))
+    need(isinstance(cfg.learning_rate, (int, float)) and 0 < cfg.learning_rate < 1, "learning_rate",
+         f"must be between 0 and 1, got {cfg.learning_rate!r}.")
+    need(_is_int(cfg.seed) and cfg.seed >= 0, "seed", f"must be a whole number >= 0, got {cfg.seed!r}.")
+    need(_is_int(cfg.eval_samples) and cfg.eval_samples >= 0, "eval_samples",
+         f"must be >= 0, got {cfg.eval_samples!r}.")
+    need(cfg.threads is None or (_is_int(cfg.threads) and cfg.threads >= 1), "threads",
+         f"must be None or >= 1, got {cfg.threads!r}.")
+
+
+def _check_choices(cfg, caps, problems):
+    for name, values in CHOICE_FIELDS.items():
+        value = getattr(cfg, name)
+        if value not in values:
+            shown = ", ".join(map(str, values))
+            problems.append(Problem(name, f"unknown value {value!r}. Choose between {shown}."))
+    if cfg.task is not None and cfg.task not in {t.value for t in Task}:
+        problems.append(Problem("task", f"unknown task {cfg.task!r}. Choose sequence-classification or causal-lm."))
+
+
+def _check_hardware(cfg, caps, problems):
+    if cfg.backend == "ort":
+        if not caps.ort_training:
+            problems.append(Problem("backend", "backend='ort' needs ONNX Runtime training, which is not installed: "
+                                               "pip install 'ortnb[ort]' (CPU) or onnxruntime-training==1.19.2 (CUDA)."))
+        if cfg.precision in ("bf16", "fp16") and not caps.ort_cuda:
+            problems.append(Problem("precision", f"{cfg.precision} with backend='ort' needs the CUDA execution "
+                                                 "provider: ONNX Runtime's CPU provider has no "
+                                                 f"{cfg.precision} MatMul kernel. Use backend='eager' for "
+                                                 f"{cfg.precision}, or precision='no'."))
+    if cfg.precision == "fp16" and not caps.cuda and cfg.backend != "ort":
+        problems.append(Problem("precision", "fp16 training needs a CUDA GPU; on the CPU use precision='bf16'."))
+    if cfg.optim == "adamw_ort_fused" and not caps.ort_cuda:
+        problems.append(Problem("optim", "adamw_ort_fused is ONNX Runtime's FusedAdam, a CUDA kernel; this machine "
+                                         "has no CUDA. Use optim='adamw_torch_fused' (fused AdamW on the CPU)."))
+    if cfg.optim == "adamw_torch_fused" and not caps.fused_adamw:
+        problems.append(Problem("optim", "this torch has no fused AdamW; use optim='adamw_torch'."))
+    if cfg.zero_stage in (1, 2):
+        if not caps.deepspeed:
+            problems.append(Problem("zero_stage", "ZeRO needs DeepSpeed: pip install 'ortnb[deepspeed]', or "
+                                                  "zero_stage=0."))
+        if cfg.num_processes == 1:
+            problems.append(Problem("zero_stage", f"zero_stage={cfg.zero_stage} with num_processes=1 shards "
+                                                  "nothing; use num_processes=2 or more, or zero_stage=0."))
+        if cfg.backend == "compile":
+            problems.append(Problem("zero_stage", "ZeRO with backend='compile' is not supported by ortnb runs; "
+                                                  "use backend='eager' or 'ort' with ZeRO."))
+    if cfg.backend == "compile" and not caps.torch_compile:
+        problems.append(Problem("backend", "backend='compile' needs a C++ compiler on the CPU (g++); install it or "
+                                           "use backend='eager'."))
+
+
+def _check_model_and_data(cfg, caps, problems):
+    model_task = _model_task(cfg, problems)
+    task = cfg.task or model_task
+    if cfg.model == "smollm2" and not caps.gguf:
+        problems.append(Problem("model", "the built-in smollm2 is a GGUF file: pip install gguf."))
+    if task == "causal-lm" and cfg.model in ("minilm", "tiny-bert"):
+        problems.append(Problem("task", f"{cfg.model} is an encoder (BERT) and cannot be a causal LM; use "
+                                        "model='smollm2' or task='sequence-classification'."))
+    data_task = _dataset_task(cfg, problems)
+    if task and data_task and data_task != task:
+        problems.append(Problem("dataset", f"{cfg.dataset!r} is {data_task} data but the task is {task}; use "
+                                           f"{'hamlet' if task == 'causal-lm' else 'rotten_tomatoes'} or change "
+                                           "the model/task."))
+    limit = assets.MODELS[cfg.model].max_positions if cfg.model in assets.MODELS else None
+    if limit and _is_int(cfg.seq_len) and cfg.seq_len > limit:
+        problems.append(Problem("seq_len", f"{cfg.model} reads at most {limit} tokens; use seq_len <= {limit}."))
+
+
+def _model_task(cfg, problems) -> str | None:
+    model = cfg.model
+    if model in assets.MODELS:
+        return assets.MODELS[model].task
+    if not isinstance(model, str) or not model:
+        problems.append(Problem("model", f"must be a name or path, got {model!r}."))
+        return None
+    path = Path(model).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").exists():
+            problems.append(Problem("model", f"{model} has no config.json; pass a save_pretrained() folder."))
+        return None
+    looks_like_path = model.startswith((".", "/", "~")) or os.sep in model and model.count("/") > 1
+    if looks_like_path:
+        problems.append(Problem("model", f"no folder {model}; pass an existing save_pretrained() folder, a Hub id or "
+                                         f"one of {', '.join(assets.MODELS)}."))
+    elif "/" not in model:
+        problems.append(Problem("model", f"unknown built-in model {model!r}. Choose between "
+                                         f"{', '.join(assets.MODELS)}, a local folder or a Hub id (org/name)."))
+    elif os.environ.get("HF_HUB_OFFLINE") == "1":
+        problems.append(Problem("model", f"{model} is a Hub id but HF_HUB_OFFLINE=1; use a local folder or a built-in "
+                                         "model."))
+    return None
+
+
+def _dataset_task(cfg, problems) -> str | None:
+    data = cfg.dataset
+    if not isinstance(data, str):
+        return None if hasattr(data, "column_names") else problems.append(Problem(
+            "dataset", f"must be a name, a file path or a datasets.Dataset, got {type(data).__name__}.")) or None
+    if data in assets.DATASETS:
+        return assets.DATASETS[data].task
+    path = Path(data).expanduser()
+    if not path.exists():
+        problems.append(Problem("dataset", f"unknown dataset {data!r}: not a built-in name "
+                                           f"({', '.join(assets.DATASETS)}) nor an existing file."))
+    elif path.is_dir():
+        if not (path / "dataset_info.json").exists():
+            problems.append(Problem("dataset", f"{path} is a folder but not a Dataset.save_to_disk() folder."))
+    elif path.suffix not in DATA_SUFFIXES:
+        problems.append(Problem("dataset", f"{path.name}: unsupported file type; use {', '.join(DATA_SUFFIXES)}."))
+    return "causal-lm" if path.suffix == ".txt" else None
+
+
+def _check_output(cfg, caps, problems):
+    target = Path(cfg.output_dir).expanduser()
+    existing = next((p for p in [target, *target.parents] if p.exists()), None)
+    if existing is not None and (not existing.is_dir() or not os.access(existing, os.W_OK)):
+        problems.append(Problem("output_dir", f"{existing} is not a writable folder; choose another output_dir."))
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
