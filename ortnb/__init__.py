@@ -28,6 +28,7 @@ _LAZY = {
     "Run": "ortnb.runner",
     "compare": "ortnb.compare",
     "ConfigError": "ortnb.errors",
+    "Problem": "ortnb.validate",
     "OrtFallbackError": "ortnb.errors",
     "MissingDependencyError": "ortnb.errors",
     "ExportParityError": "ortnb.errors",

@@ -29,6 +29,7 @@ def training_arguments(cfg: RunConfig, run_dir: Path, world: int = 1):
         learning_rate=cfg.learning_rate, seed=cfg.seed, bf16=cfg.precision == "bf16", fp16=cfg.precision == "fp16",
         use_cpu=_no_cuda() and not cfg.zero_stage,  # use_cpu=True would switch DeepSpeed off
         deepspeed=deepspeed, logging_steps=1, save_strategy="no", report_to=[], disable_tqdm=True,
+        logging_nan_inf_filter=False,  # the NaN guard must see a NaN loss, not a smoothed stand-in
         ddp_backend="gloo" if _no_cuda() and world > 1 else None, dataloader_num_workers=0,
         # See tests/workers/record_rank_losses.py: per-rank loss scaling of transformers 5.24.
         average_tokens_across_devices=False)
@@ -40,7 +41,7 @@ def _no_cuda() -> bool:
     return not torch.cuda.is_available()
 
 
-def run(run_dir: Path, rank: int, world: int) -> str:
+def run(run_dir: Path, rank: int, world: int, fault: str | None = None) -> str:
     """Train; returns "completed" or "stopped". Raises on failure."""
     import torch
 
@@ -62,6 +63,10 @@ def run(run_dir: Path, rank: int, world: int) -> str:
     trainer = ORTTrainer(model=model, args=training_arguments(cfg, run_dir, world), train_dataset=train,
                          eval_dataset=evaluation, processing_class=tokenizer, callbacks=[callback])
     callback.trainer = trainer
+    if fault:
+        from .faults import FaultCallback
+
+        trainer.add_callback(FaultCallback(fault))
     if writer:
         writer.event("started", label=cfg.label, world_size=world, task=task, train_samples=len(train),
                      parameters=sum(p.numel() for p in model.parameters()))
@@ -84,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
     try:
-        run(run_dir, rank, world)
+        run(run_dir, rank, world, fault=os.environ.get("ORTNB_FAULT"))
         return 0
     except BaseException as error:  # noqa: BLE001 - every failure must reach the notebook, even KeyboardInterrupt
         tail = traceback.format_exc()[-4000:]

@@ -1,0 +1,86 @@
+"""compare(configs): each configuration in a fresh run, one table.
+
+Method: same model, data and seed for every run; each run in fresh processes; the first
+``warmup_steps`` steps are left out; throughput is the median samples/s with its interquartile
+range; with ``repeats=k`` the configurations alternate (A B C A B C ...) so drifts in machine
+speed hit all of them alike; the speed-up is a ratio of medians within this one invocation; the
+engine column says what really ran (an ORT run that fell back to PyTorch shows ``pytorch``).
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Callable
+
+from .config import RunConfig
+from .errors import ConfigError
+from .runner import Run, launch
+from .validate import validate
+
+SAME_FOR_ALL = ("model", "task", "dataset", "seed", "seq_len")
+COLUMNS = ["label", "engine", "status", "samples_per_s", "spread", "speedup", "peak_rss_mb", "optimizer_state_mb",
+           "final_loss", "mfu", "runs"]
+
+
+def check_comparable(configs: list[RunConfig]) -> None:
+    problems = []
+    for name in SAME_FOR_ALL:
+        values = {repr(getattr(c, name)) for c in configs}
+        if len(values) > 1:
+            problems.append(f"{name} differs between the configurations ({', '.join(sorted(values))}); a comparison "
+                            f"keeps {name} the same and changes only the options.")
+    for index, cfg in enumerate(configs):
+        problems += [f"configuration {index} ({cfg.label}): {p}" for p in validate(cfg)]
+    labels = [c.label for c in configs]
+    if len(set(labels)) != len(labels):
+        problems.append(f"two configurations share a label ({labels}); give them distinct `name`s.")
+    if problems:
+        raise ConfigError(problems)
+
+
+def compare(configs: list[RunConfig], baseline: int = 0, repeats: int = 1,
+            on_run: Callable[[Run], None] | None = None, timeout: float = 3600):
+    """Run every configuration ``repeats`` times, alternating; returns a pandas DataFrame (one row each).
+
+    ``on_run`` is called with each Run as it starts (the dashboard uses it to draw live charts).
+    """
+    if not configs:
+        raise ConfigError("compare needs at least one configuration.")
+    if not 0 <= baseline < len(configs):
+        raise ConfigError(f"baseline={baseline} is not an index of the {len(configs)} configurations.")
+    if repeats < 1:
+        raise ConfigError(f"repeats must be >= 1, got {repeats}.")
+    check_comparable(configs)
+    summaries: list[list[dict]] = [[] for _ in configs]
+    for _ in range(repeats):
+        for index, cfg in enumerate(configs):
+            run = launch(cfg)
+            if on_run:
+                on_run(run)
+            run.wait(timeout)
+            summaries[index].append(run.summary())
+    return table(summaries, baseline)
+
+
+def table(summaries: list[list[dict]], baseline: int = 0):
+    """The comparison table from each configuration's run summaries (pure: tested on exact values)."""
+    import pandas as pd
+
+    rows = [_row(runs) for runs in summaries]
+    base = rows[baseline]["samples_per_s"]
+    for row in rows:
+        row["speedup"] = row["samples_per_s"] / base if base and row["samples_per_s"] else None
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _row(runs: list[dict]) -> dict:
+    def median(key):
+        values = [r[key] for r in runs if r.get(key) is not None]
+        return statistics.median(values) if values else None
+
+    engines = sorted({r.get("engine") or "none" for r in runs})
+    statuses = sorted({r["status"] for r in runs})
+    return {"label": runs[0]["label"], "engine": "/".join(engines), "status": "/".join(statuses),
+            "samples_per_s": median("samples_per_s"), "spread": median("samples_per_s_iqr"),
+            "peak_rss_mb": median("peak_rss_mb"), "optimizer_state_mb": median("optimizer_state_mb"),
+            "final_loss": median("final_loss"), "mfu": median("mfu"), "runs": len(runs)}

@@ -1,0 +1,149 @@
+"""Runs in worker processes: launch, watch, stop, fail, compare (tiny model, real processes, CPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+import psutil
+import pytest
+
+import ortnb
+from ortnb.runner.launch import wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def tiny(tmp_path, **overrides) -> ortnb.RunConfig:
+    settings = dict(model="tiny-bert", dataset="rotten_tomatoes", backend="ort", batch_size=8, seq_len=32,
+                    max_steps=8, warmup_steps=2, output_dir=str(tmp_path / "runs"))
+    return ortnb.RunConfig(**{**settings, **overrides})
+
+
+def alive_workers(run) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        try:
+            if str(run.run_dir) in " ".join(process.info["cmdline"] or []):
+                found.append(process)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return found
+
+
+def assert_no_workers_within(run, seconds=60):
+    assert wait_for(lambda: not alive_workers(run), seconds), [p.info["cmdline"] for p in alive_workers(run)]
+
+
+def test_single_process_run_streams_metrics_while_the_kernel_stays_free(tmp_path):
+    started = time.monotonic()
+    run = ortnb.launch(tiny(tmp_path, max_steps=30))
+    assert time.monotonic() - started < 2.0
+    assert run.status in ("starting", "running")
+    busy_loops = 0
+    while run.metrics.empty and not run.done:  # the launching process keeps working meanwhile
+        sum(range(10_000))
+        busy_loops += 1
+        time.sleep(0.05)
+    assert busy_loops > 0 and not run.done, "metrics should appear while the run trains"
+    assert run.wait(300) == "completed", run.error
+    frame = run.metrics
+    assert list(frame["step"]) == list(range(1, 31))
+    assert (frame["samples_per_s"] > 0).all() and frame["loss"].notna().all() and (frame["mfu"] > 0).all()
+    summary = run.summary()
+    assert summary["engine"] == "onnxruntime" and summary["steps_measured"] == 28
+    model = run.load_model()
+    assert type(model).__name__ == "BertForSequenceClassification"
+    assert json.loads((run.run_dir / "engine_report.json").read_text())["engine"] == "onnxruntime"
+    assert repr(run) == "Run('ort + AdamW', status='completed', steps=30)"
+    assert_no_workers_within(run)
+
+
+def test_zero1_halves_optimizer_state_per_rank(tmp_path):
+    ddp = ortnb.launch(tiny(tmp_path, num_processes=2, max_steps=4))
+    assert ddp.wait(600) == "completed", ddp.error
+    zero = ortnb.launch(tiny(tmp_path, num_processes=2, zero_stage=1, max_steps=4))
+    assert zero.wait(600) == "completed", zero.error
+    ddp_state = ddp.metrics[["optimizer_state_mb_rank0", "optimizer_state_mb_rank1"]].iloc[-1]
+    zero_state = zero.metrics[["optimizer_state_mb_rank0", "optimizer_state_mb_rank1"]].iloc[-1]
+    assert ddp_state.iloc[0] == pytest.approx(ddp_state.iloc[1])  # DDP: every rank holds all of it
+    for rank in range(2):
+        assert zero_state.iloc[rank] == pytest.approx(ddp_state.iloc[rank] / 2, rel=0.10)
+    assert ddp.summary()["engine"] == zero.summary()["engine"] == "onnxruntime"
+    assert_no_workers_within(zero)
+
+
+def test_exception_in_step_3_fails_with_the_traceback(tmp_path, monkeypatch):
+    monkeypatch.setenv("ORTNB_FAULT", "raise:3")
+    run = ortnb.launch(tiny(tmp_path))
+    assert run.wait(300) == "failed"
+    assert "injected fault at step 3" in run.error and "Traceback" in run.error
+    # Readable up to the fault: steps 1 and 2 were logged; step 3 died before its line.
+    assert list(run.metrics["step"]) == [1, 2]
+    assert [e["event"] for e in run.events][-1] == "failed"
+    assert_no_workers_within(run)
+
+
+def test_killing_one_of_two_ranks_fails_the_run_without_a_hang(tmp_path, monkeypatch):
+    monkeypatch.setenv("ORTNB_FAULT", "slow:0.3")
+    run = ortnb.launch(tiny(tmp_path, num_processes=2, max_steps=200))
+    assert wait_for(lambda: len(run.metrics) >= 2, 300), run.error
+    ranks = [p for p in alive_workers(run) if "ortnb.runner.worker" in " ".join(p.cmdline())]
+    victim = next(p for p in ranks if p.environ().get("RANK") == "1")
+    victim.send_signal(signal.SIGKILL)
+    assert run.wait(120) == "failed"
+    assert run.error
+    steps_seen = len(run.metrics)
+    assert 2 <= steps_seen < 200
+    assert_no_workers_within(run)
+
+
+def test_stop_mid_run_checkpoints_within_30_s(tmp_path, monkeypatch):
+    monkeypatch.setenv("ORTNB_FAULT", "slow:0.3")
+    run = ortnb.launch(tiny(tmp_path, max_steps=500))
+    assert wait_for(lambda: len(run.metrics) >= 3, 300), run.error
+    asked = time.monotonic()
+    assert run.stop(timeout=30) == "stopped"
+    assert time.monotonic() - asked < 30
+    checkpoints = list(run.run_dir.glob("checkpoint-*"))
+    assert len(checkpoints) == 1 and (checkpoints[0] / "model.safetensors").exists()
+    assert type(run.load_model()).__name__ == "BertForSequenceClassification"
+    assert len(run.metrics) < 500
+    assert_no_workers_within(run)
+
+
+def test_nan_loss_stops_with_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("ORTNB_FAULT", "nan:3")
+    run = ortnb.launch(tiny(tmp_path))
+    assert run.wait(300) == "failed"
+    assert "The loss became nan at step 4" in run.error and "lower learning_rate" in run.error
+    assert list(run.metrics["step"])[:3] == [1, 2, 3]
+    assert_no_workers_within(run)
+
+
+def test_a_new_run_never_overwrites_an_earlier_one(tmp_path):
+    first = ortnb.launch(tiny(tmp_path, max_steps=2, warmup_steps=0))
+    assert first.wait(300) == "completed"
+    before = {p: p.stat().st_mtime_ns for p in first.run_dir.rglob("*") if p.is_file()}
+    second = ortnb.launch(tiny(tmp_path, max_steps=2, warmup_steps=0))
+    assert second.run_dir != first.run_dir and second.run_dir.parent == first.run_dir.parent
+    assert second.wait(300) == "completed"
+    assert {p: p.stat().st_mtime_ns for p in first.run_dir.rglob("*") if p.is_file()} == before
+
+
+def test_compare_shows_the_engine_that_ran(tmp_path):
+    table = ortnb.compare([tiny(tmp_path, backend="eager", max_steps=6), tiny(tmp_path, max_steps=6)])
+    assert list(table["label"]) == ["eager + AdamW", "ort + AdamW"]
+    assert list(table["engine"]) == ["pytorch", "onnxruntime"]
+    assert table["speedup"].iloc[0] == pytest.approx(1.0)
+    assert (table["samples_per_s"] > 0).all() and list(table["status"]) == ["completed", "completed"]
+
+
+def test_bad_configuration_starts_no_process(tmp_path):
+    before = {p.pid for p in psutil.Process(os.getpid()).children(recursive=True)}
+    with pytest.raises(ortnb.ConfigError, match="precision: bf16 with backend='ort' needs the CUDA"):
+        ortnb.launch(tiny(tmp_path, precision="bf16"))
+    assert {p.pid for p in psutil.Process(os.getpid()).children(recursive=True)} == before
+    assert not (tmp_path / "runs").exists()
