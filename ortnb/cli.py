@@ -56,6 +56,52 @@ def cmd_info(options: argparse.Namespace) -> int:
     return 0
 
 
+def format_step(record: dict) -> str:
+    """One line of text progress for a step record (pure)."""
+    mfu = f" mfu {record['mfu']:.1%}" if record.get("mfu") is not None else ""
+    return (f"step {record['step']:>5}  loss {record['loss']:.4f}  {record['samples_per_s']:8.1f} samples/s"
+            f"  {record['step_time'] * 1000:7.1f} ms/step{mfu}")
+
+
+def cmd_run(options: argparse.Namespace) -> int:
+    """Start a run from a RunConfig JSON file and follow it; Ctrl-C stops it with a checkpoint."""
+    import time
+
+    from .config import RunConfig
+    from .errors import ConfigError
+    from .runner import launch
+
+    try:
+        run = launch(RunConfig.from_json(options.config), launcher_args=options.launcher_args or None)
+    except ConfigError as error:
+        print(f"ortnb run: {error}", file=sys.stderr)
+        return 2
+    print(f"ortnb run: {run.config.label} in {run.run_dir}")
+    from .metrics import steps
+
+    printed = 0
+
+    def print_new_steps():
+        nonlocal printed
+        new = steps(run.records())[printed:]
+        for record in new:
+            print(format_step(record), flush=True)
+        printed += len(new)
+
+    try:
+        while not run.done:
+            print_new_steps()
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        print("ortnb run: stopping (checkpointing first)...", flush=True)
+        run.stop()
+    print_new_steps()
+    print(f"ortnb run: {run.status}; engine {run.summary()['engine']}")
+    if run.status == "failed":
+        print(run.error, file=sys.stderr)
+    return 0 if run.status in ("completed", "stopped") else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ortnb", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -65,11 +111,19 @@ def build_parser() -> argparse.ArgumentParser:
     info = commands.add_parser("info", help="versions and what this machine can run")
     info.add_argument("--json", action="store_true")
     info.set_defaults(run=cmd_info)
+    run = commands.add_parser("run", help=cmd_run.__doc__, description=cmd_run.__doc__ + " Arguments after -- go "
+                              "to torchrun, e.g. -- --nnodes 2 --node_rank 0 --rdzv_backend c10d "
+                              "--rdzv_endpoint HOST:29500 for a multi-node run (start it on every node).")
+    run.add_argument("config", help="a RunConfig JSON file")
+    run.add_argument("launcher_args", nargs=argparse.REMAINDER, help="after --: torchrun's node arguments")
+    run.set_defaults(run=cmd_run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     options = build_parser().parse_args(argv)
+    if getattr(options, "launcher_args", None) and options.launcher_args[0] == "--":
+        options.launcher_args = options.launcher_args[1:]
     return options.run(options)
 
 

@@ -147,3 +147,19 @@ def test_bad_configuration_starts_no_process(tmp_path):
         ortnb.launch(tiny(tmp_path, precision="bf16"))
     assert {p.pid for p in psutil.Process(os.getpid()).children(recursive=True)} == before
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_shell_runs_the_same_worker(tmp_path):
+    import subprocess
+    import sys
+
+    config = tmp_path / "config.json"
+    tiny(tmp_path, max_steps=3, warmup_steps=0).to_json(config)
+    done = subprocess.run([sys.executable, "-m", "ortnb", "run", str(config)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("samples/s") == 3 and "completed; engine onnxruntime" in done.stdout
+    bad = tmp_path / "bad.json"
+    tiny(tmp_path, precision="bf16").to_json(bad)
+    refused = subprocess.run([sys.executable, "-m", "ortnb", "run", str(bad)], capture_output=True, text=True)
+    assert refused.returncode == 2 and "precision: bf16 with backend='ort'" in refused.stderr

@@ -1,0 +1,121 @@
+"""validate(): every bad configuration is refused up front, naming the field and the way out."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+import pytest
+
+from ortnb.capabilities import Capabilities
+from ortnb.config import RunConfig
+from ortnb.errors import ConfigError
+from ortnb.validate import check, choices, validate
+
+# A CPU machine like CI's: 2 cores, ORT training (CPU wheel) and DeepSpeed installed, no CUDA.
+CPU = Capabilities(cuda=False, cpu_cores=2, bf16_cpu_native=True, ort_training="onnxruntime-training-cpu",
+                   ort_version="1.19.2", ort_cuda=False, ort_extension_built=True, deepspeed=True, fused_adamw=True,
+                   torch_compile=True, gguf=True)
+BARE = dataclasses.replace(CPU, ort_training=None, ort_version=None, ort_extension_built=False, deepspeed=False,
+                           torch_compile=False, gguf=False, fused_adamw=False)
+GPU = dataclasses.replace(CPU, cuda=True, ort_training="onnxruntime-training", ort_cuda=True, cpu_cores=16)
+
+
+def good(**changes) -> RunConfig:
+    return RunConfig(**{"model": "tiny-bert", "dataset": "rotten_tomatoes", **changes})
+
+
+BAD = [  # (changes, capabilities, field, what the message must say)
+    ({"backend": "ortx"}, CPU, "backend", r"unknown value 'ortx'. Choose between eager, ort, compile"),
+    ({"optim": "adamw_fast"}, CPU, "optim", r"unknown value 'adamw_fast'"),
+    ({"precision": "fp8"}, CPU, "precision", r"Choose between no, bf16, fp16"),
+    ({"zero_stage": 3}, CPU, "zero_stage", r"Choose between 0, 1, 2"),
+    ({"precision": "bf16"}, CPU, "precision", r"bf16 with backend='ort' needs the CUDA execution provider.*"
+                                              r"backend='eager'"),
+    ({"precision": "fp16", "backend": "eager"}, CPU, "precision", r"fp16 training needs a CUDA GPU.*bf16"),
+    ({"optim": "adamw_ort_fused"}, CPU, "optim", r"FusedAdam, a CUDA kernel.*adamw_torch_fused"),
+    ({"optim": "adamw_torch_fused"}, BARE, "optim", r"no fused AdamW"),
+    ({"backend": "ort"}, BARE, "backend", r"needs ONNX Runtime training.*pip install 'ortnb\[ort\]'"),
+    ({"zero_stage": 1, "num_processes": 2}, BARE, "zero_stage", r"ZeRO needs DeepSpeed"),
+    ({"zero_stage": 1}, CPU, "zero_stage", r"num_processes=1 shards nothing"),
+    ({"zero_stage": 2, "num_processes": 2, "backend": "compile"}, CPU, "zero_stage", r"backend='compile'"),
+    ({"backend": "compile"}, BARE, "backend", r"C\+\+ compiler"),
+    ({"num_processes": 0}, CPU, "num_processes", r">= 1"),
+    ({"num_processes": 8}, CPU, "num_processes", r"8 processes on 2 CPU cores"),
+    ({"batch_size": 0}, CPU, "batch_size", r">= 1"),
+    ({"seq_len": 4}, CPU, "seq_len", r"8 to 8192"),
+    ({"seq_len": 1024}, CPU, "seq_len", r"tiny-bert reads at most 512 tokens"),
+    ({"max_steps": 0}, CPU, "max_steps", r">= 1"),
+    ({"warmup_steps": 10, "max_steps": 10}, CPU, "warmup_steps", r"leave none of the 10 steps"),
+    ({"warmup_steps": -1}, CPU, "warmup_steps", r">= 0"),
+    ({"learning_rate": 0.0}, CPU, "learning_rate", r"between 0 and 1"),
+    ({"learning_rate": 5.0}, CPU, "learning_rate", r"between 0 and 1"),
+    ({"seed": -3}, CPU, "seed", r">= 0"),
+    ({"eval_samples": -1}, CPU, "eval_samples", r">= 0"),
+    ({"threads": 0}, CPU, "threads", r"None or >= 1"),
+    ({"task": "translation"}, CPU, "task", r"unknown task 'translation'"),
+    ({"task": "causal-lm"}, CPU, "task", r"encoder \(BERT\) and cannot be a causal LM"),
+    ({"model": "gpt-17"}, CPU, "model", r"unknown built-in model 'gpt-17'"),
+    ({"model": "/no/such/folder"}, CPU, "model", r"no folder /no/such/folder"),
+    ({"model": "smollm2", "dataset": "hamlet"}, dataclasses.replace(CPU, gguf=False),
+     "model", r"pip install gguf"),
+    ({"dataset": "imdb_reviews"}, CPU, "dataset", r"not a built-in name"),
+    ({"dataset": "hamlet"}, CPU, "dataset", r"causal-lm data but the task is sequence-classification"),
+    ({"output_dir": "/etc/hostname/runs"}, CPU, "output_dir", r"/etc/hostname is not a writable folder"),
+]
+
+
+@pytest.mark.parametrize("changes, caps, field, message", BAD, ids=[f"{i}-{b[2]}" for i, b in enumerate(BAD)])
+def test_bad_configuration_is_refused(changes, caps, field, message):
+    problems = validate(good(**changes), caps)
+    matching = [p for p in problems if p.field == field]
+    assert matching, problems
+    assert any(re.search(message, p.message) for p in matching), matching
+
+
+def test_the_battery_covers_at_least_20_distinct_cases():
+    distinct = {(json.dumps(changes, sort_keys=True), field) for changes, _, field, _ in BAD}
+    assert len(distinct) >= 20 and len({field for *_, field, _ in BAD}) >= 15
+
+
+def test_good_configurations_pass():
+    assert validate(good(), CPU) == []
+    assert validate(good(backend="eager", precision="bf16"), CPU) == []
+    assert validate(good(num_processes=2, zero_stage=1), CPU) == []
+    assert validate(RunConfig(model="smollm2", dataset="hamlet", seq_len=256), CPU) == []
+    assert validate(good(precision="bf16", optim="adamw_ort_fused"), GPU) == []
+
+
+def test_every_problem_at_once():
+    problems = validate(good(batch_size=0, max_steps=0, precision="bf16", optim="adamw_ort_fused"), CPU)
+    assert {p.field for p in problems} >= {"batch_size", "max_steps", "precision", "optim"}
+    with pytest.raises(ConfigError, match=r"(?s)problems:.*batch_size:.*max_steps:"):
+        check(good(batch_size=0, max_steps=0), CPU)
+
+
+def test_choices_drive_the_disabled_states():
+    table = choices(good(), CPU)
+    assert table["backend"] == {"eager": None, "ort": None, "compile": None}
+    assert table["precision"]["no"] is None and table["precision"]["bf16"].startswith("bf16 with backend='ort'")
+    assert "CUDA kernel" in table["optim"]["adamw_ort_fused"] and table["optim"]["adamw_torch_fused"] is None
+    assert "shards nothing" in table["zero_stage"][1]
+    eager = choices(good(backend="eager", num_processes=2), CPU)
+    assert eager["precision"]["bf16"] is None and eager["zero_stage"][1] is None
+
+
+def test_run_config_round_trips_through_json(tmp_path):
+    cfg = RunConfig(model="minilm", backend="eager", precision="bf16", zero_stage=1, num_processes=2, name="x")
+    assert RunConfig.from_json(cfg.to_json()) == cfg
+    cfg.to_json(tmp_path / "c.json")
+    assert RunConfig.from_json(tmp_path / "c.json") == cfg
+    with pytest.raises(ValueError, match=r"Unknown RunConfig field\(s\): colour"):
+        RunConfig.from_dict({"colour": "red"})
+
+
+def test_field_help_comes_from_the_docstrings():
+    assert RunConfig.help("backend").startswith("What runs the training steps: ort (ONNX Runtime)")
+    assert "ZeRO" in RunConfig.help("zero_stage")
+    from ortnb.config import fields
+
+    assert all(RunConfig.help(name) for name in fields())
