@@ -22,13 +22,24 @@ COLUMNS = ["label", "engine", "status", "samples_per_s", "spread", "speedup", "p
            "final_loss", "mfu", "runs"]
 
 
-def check_comparable(configs: list[RunConfig]) -> None:
+def workload_problems(configs: list[RunConfig]) -> list[str]:
     problems = []
     for name in SAME_FOR_ALL:
         values = {repr(getattr(c, name)) for c in configs}
         if len(values) > 1:
             problems.append(f"{name} differs between the configurations ({', '.join(sorted(values))}); a comparison "
                             f"keeps {name} the same and changes only the options.")
+    return problems
+
+
+def check_same_workload(configs: list[RunConfig]) -> None:
+    problems = workload_problems(configs)
+    if problems:
+        raise ConfigError(problems)
+
+
+def check_comparable(configs: list[RunConfig]) -> None:
+    problems = workload_problems(configs)
     for index, cfg in enumerate(configs):
         problems += [f"configuration {index} ({cfg.label}): {p}" for p in validate(cfg)]
     labels = [c.label for c in configs]

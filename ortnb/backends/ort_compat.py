@@ -200,6 +200,40 @@ def _silence_nvtx_ranges() -> None:
                     setattr(module, attribute, no_op)
 
 
+# --- 6. output capture without file descriptors -------------------------------------------------
+
+def _has_fileno(stream) -> bool:
+    try:
+        stream.fileno()
+        return True
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        return False
+
+
+def _stream_suppression_needs_fileno() -> bool:
+    return True  # every 1.19.2 build redirects sys.stdout.fileno() while it exports and builds graphs
+
+
+def _suppress_only_with_file_descriptors() -> None:
+    """ORTModule silences C++ output by dup2-ing sys.stdout.fileno(); pytest's capture and some
+    notebook front-ends give streams without a file descriptor, and the export then fails with
+    "'NoneType' object cannot be interpreted as an integer". Without descriptors, nothing is silenced."""
+    import contextlib
+
+    logger_module = sys.modules[ORTMODULE + "._logger"]
+    original = logger_module._suppress_os_stream_output
+
+    @contextlib.contextmanager
+    def suppress(enable=True, on_exit=None):
+        if enable and not (_has_fileno(sys.stdout) and _has_fileno(sys.stderr)):
+            yield
+            return
+        with original(enable=enable, on_exit=on_exit):
+            yield
+
+    logger_module._suppress_os_stream_output = suppress
+
+
 FIXES: tuple[Fix, ...] = (
     Fix("torchscript_exporter_aliases", "torch>=2.9 moved the TorchScript exporter modules ORTModule imports",
         _exporter_moved, _alias_exporter_modules),
@@ -213,6 +247,8 @@ FIXES: tuple[Fix, ...] = (
         _extensions_not_installed, _forget_missing_extension_error, before_import=False),
     Fix("nvtx_noop_without_cuda", "NVTX ranges raise on a CPU-only torch", _nvtx_unusable, _silence_nvtx_ranges,
         before_import=False),
+    Fix("stream_suppression_without_fileno", "ORTModule's output silencing needs real file descriptors",
+        _stream_suppression_needs_fileno, _suppress_only_with_file_descriptors, before_import=False),
 )
 
 _lock = threading.Lock()

@@ -1,0 +1,86 @@
+"""LiveCallback: the dashboard's live charts for a Trainer or ORTTrainer running in this process."""
+
+from __future__ import annotations
+
+import resource
+import time
+
+from transformers import TrainerCallback
+
+from .. import charts
+from ..display import Throttle, warn_text_mode, widget_frontend
+
+
+def engine_of(model) -> str:
+    """What executes the model's training steps right now (ORT's dispatcher, or plain PyTorch)."""
+    from ..backends.ortmodule import ATTRIBUTE
+
+    engine = getattr(model, "__dict__", {}).get(ATTRIBUTE)
+    if engine is None:
+        return "pytorch"
+    return "onnxruntime" if engine.stats.ort_steps and not engine.stats.fallback else "pytorch"
+
+
+class LiveCallback(TrainerCallback):
+    """``trainer.add_callback(ortnb.LiveCallback())``: samples/s, loss, memory and MFU while it trains."""
+
+    def __init__(self, label: str | None = None, throttle: Throttle | None = None):
+        self.label = label
+        self.throttle = throttle or Throttle(0.5)
+        self.records: list[dict] = []
+        self.chart = charts.LiveChart()
+        self.figure = None
+        self.widgets = widget_frontend()
+        self._engine = None
+        self._last = None
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        self.chart.add_run("live", self.label or type(model).__name__)
+        self._last = time.perf_counter()
+        self._samples_per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps * max(
+            1, args.world_size)
+        if self.widgets:
+            from IPython.display import display
+
+            self.figure = charts.live_figure(widget=True)
+            display(self.figure)
+        else:
+            warn_text_mode("ortnb.LiveCallback")
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        now = time.perf_counter()
+        self._step_time, self._last = now - self._last, now
+        self._engine = engine_of(model)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not logs or "loss" not in logs or not state.is_world_process_zero:
+            return
+        record = {"kind": "step", "step": state.global_step, "loss": float(logs["loss"]),
+                  "samples_per_s": self._samples_per_step / self._step_time, "step_time": self._step_time,
+                  "peak_rss_mb": [resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0]}
+        self.records.append(record)
+        if not self.widgets:
+            from ..cli import format_step
+
+            print(format_step(record), flush=True)
+        elif self.throttle.ready():
+            self._draw()
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.widgets:
+            self._draw()
+            return
+        from .dashboard import _show_static
+
+        figure = charts.live_figure()
+        new, _ = self.chart.updates("live", self.records, self._engine)
+        charts.apply_updates(figure, new, [])
+        _show_static(figure)
+
+    def _draw(self) -> None:
+        new, changed = self.chart.updates("live", self.records, self._engine)
+        with self.figure.batch_update():
+            charts.apply_updates(self.figure, new, changed)
+
+    def __repr__(self) -> str:
+        return f"LiveCallback(steps={len(self.records)})"

@@ -1,0 +1,215 @@
+"""The UI's pure parts on exact values, and the widgets driven without a browser."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from ortnb import charts
+from ortnb.config import RunConfig
+from ortnb.display import Throttle
+from ortnb.errors import OrtnbWarning
+from ortnb.ui import form
+
+from .test_validate import CPU
+
+STEPS = [
+    {"kind": "step", "step": 1, "samples_per_s": 10.0, "loss": 0.7, "peak_rss_mb": [500.0, 510.0], "mfu": 0.02},
+    {"kind": "event", "event": "engine", "engine": "onnxruntime"},
+    {"kind": "step", "step": 2, "samples_per_s": 20.0, "loss": 0.6, "peak_rss_mb": [505.0, 512.0], "mfu": 0.04},
+]
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_step_series_per_panel_and_rank():
+    series = charts.step_series(STEPS)
+    assert series["samples_per_s"] == ([1, 2], [10.0, 20.0])
+    assert series["loss"] == ([1, 2], [0.7, 0.6])
+    assert series["mfu"] == ([1, 2], [2.0, 4.0])  # percent
+    assert series["peak_rss_mb:rank0"] == ([1, 2], [500.0, 505.0])
+    assert series["peak_rss_mb:rank1"] == ([1, 2], [510.0, 512.0])
+
+
+def test_live_chart_adds_then_updates_traces_with_the_engine_in_the_legend():
+    chart = charts.LiveChart()
+    chart.add_run("a", "ort + AdamW")
+    chart.add_run("b", "eager + AdamW")
+    new, changed = chart.updates("a", STEPS[:1], None)
+    assert [t["name"] for t in new if t["showlegend"]] == ["ort + AdamW [engine ?]"]
+    assert {t["row"] for t in new} == {1, 2, 3, 4} and changed == []
+    new, changed = chart.updates("a", STEPS, "onnxruntime")
+    assert new == [] and len(changed) == 5
+    assert changed[0] == {"index": 0, "x": [1, 2], "y": [10.0, 20.0], "name": "ort + AdamW [onnxruntime]",
+                          "legendgroup": "a", "showlegend": True, "line": {"color": charts.PALETTE[0],
+                                                                            "dash": "solid"}}
+    assert chart.runs["b"]["colour"] == charts.PALETTE[1]  # several runs, distinct colours
+
+
+def test_comparison_bars_write_the_speedup_on_each_bar():
+    table = pd.DataFrame({"label": ["eager + AdamW", "ort + AdamW"], "engine": ["pytorch", "onnxruntime"],
+                          "samples_per_s": [40.0, 60.0], "spread": [2.0, 4.0], "speedup": [1.0, 1.5]})
+    bars = charts.comparison_bars(table)
+    assert bars == {"x": ["eager + AdamW<br>[pytorch]", "ort + AdamW<br>[onnxruntime]"], "y": [40.0, 60.0],
+                    "text": ["1.00x", "1.50x"], "error_y": [1.0, 2.0]}
+
+
+def test_compare_table_ratios_and_engines():
+    from ortnb.compare import table
+
+    runs = [[{"label": "base", "status": "completed", "engine": "pytorch", "samples_per_s": 40.0,
+              "samples_per_s_iqr": 2.0, "peak_rss_mb": 900.0, "optimizer_state_mb": 80.0, "final_loss": 0.5,
+              "mfu": 0.1}],
+            [{"label": "ort", "status": "completed", "engine": "onnxruntime", "samples_per_s": 56.0,
+              "samples_per_s_iqr": 3.0, "peak_rss_mb": 1000.0, "optimizer_state_mb": 80.0, "final_loss": 0.5,
+              "mfu": 0.14},
+             {"label": "ort", "status": "completed", "engine": "onnxruntime", "samples_per_s": 60.0,
+              "samples_per_s_iqr": 5.0, "peak_rss_mb": 1000.0, "optimizer_state_mb": 80.0, "final_loss": 0.5,
+              "mfu": 0.15}]]
+    result = table(runs)
+    assert list(result["speedup"]) == [1.0, 58.0 / 40.0] and list(result["runs"]) == [1, 2]
+    assert list(result["engine"]) == ["pytorch", "onnxruntime"]
+
+
+def test_form_round_trip_and_zero1_toggle():
+    cfg = RunConfig(model="minilm", backend="eager", precision="bf16", num_processes=2, zero_stage=1, seq_len=64)
+    values = form.form_values(cfg)
+    assert values["zero1"] is True and values["precision"] == "bf16" and "zero_stage" not in values
+    assert form.config_from_form(values, cfg) == cfg
+    assert form.config_from_form({**values, "zero1": False}, cfg).zero_stage == 0
+    assert form.config_from_form({**values, "backend": "ort"}, cfg).backend == "ort"
+
+
+def test_disabled_states_come_from_validate():
+    from ortnb.validate import choices
+
+    table = choices(RunConfig(model="tiny-bert"), CPU)
+    tooltips = form.option_tooltips(table)
+    assert tooltips["backend"] == ["PyTorch (eager)", "ONNX Runtime", "torch.compile"]
+    assert tooltips["precision"][0] == "fp32"
+    assert tooltips["precision"][1].startswith("unavailable here: bf16 with backend='ort' needs the CUDA")
+    assert form.unavailable(table)["optim"] == ["adamw_ort_fused"]
+    assert form.unavailable(table)["zero_stage"] == [1, 2]
+
+
+def test_problems_html_names_field_and_fix():
+    from ortnb.validate import Problem
+
+    assert "ready to run" in form.problems_html([])
+    text = form.problems_html([Problem("precision", "bf16 with backend='ort' needs ...")])
+    assert "<b>precision</b>" in text and "backend=&#x27;ort&#x27;" in text
+
+
+def test_throttle_with_an_injected_clock():
+    clock = FakeClock()
+    throttle = Throttle(0.5, clock)
+    assert throttle.ready() and not throttle.ready()
+    clock.now += 0.49
+    assert not throttle.ready()
+    clock.now += 0.02
+    assert throttle.ready()
+
+
+class FakeRun:
+    def __init__(self, records, status="running", label="ort + AdamW"):
+        self._records, self._status = records, status
+        self.config = RunConfig(name=label, max_steps=10)
+        self.run_dir = f"/runs/{label}"
+        self.error = "RuntimeError: boom\nTraceback ..." if status == "failed" else None
+
+    def records(self):
+        return self._records
+
+    @property
+    def events(self):
+        return [r for r in self._records if r.get("kind") == "event"]
+
+    @property
+    def status(self):
+        return self._status
+
+    @property
+    def done(self):
+        return self._status in ("completed", "stopped", "failed")
+
+
+@pytest.fixture
+def widget_dashboard(monkeypatch):
+    monkeypatch.setenv("ORTNB_WIDGETS", "1")
+    import ortnb
+
+    clock = FakeClock()
+    dashboard = ortnb.Dashboard(throttle=Throttle(0.5, clock), start=False)
+    yield dashboard, clock
+    dashboard.close()
+
+
+def test_dashboard_redraws_at_most_twice_a_second_in_batches(widget_dashboard):
+    dashboard, clock = widget_dashboard
+    run = FakeRun(list(STEPS[:1]))
+    dashboard.runs.append(run)
+    dashboard.chart.add_run(run.run_dir, run.config.label)
+    assert dashboard.refresh() is True
+    assert len(dashboard.figure.data) == 5 and list(dashboard.figure.data[0].y) == [10.0]
+    assert dashboard.refresh() is False  # no news
+    run._records = list(STEPS)
+    assert dashboard.refresh() is False  # news, but within 0.5 s of the last redraw
+    clock.now += 0.5
+    assert dashboard.refresh() is True
+    assert list(dashboard.figure.data[0].y) == [10.0, 20.0]
+    assert dashboard.figure.data[0].name == "ort + AdamW [onnxruntime]"
+    assert "step 2/10" in dashboard.status.value
+
+
+def test_failed_run_shows_failed_with_the_error_and_the_panel_stays_usable(widget_dashboard):
+    dashboard, _ = widget_dashboard
+    run = FakeRun(list(STEPS), status="failed")
+    dashboard.runs.append(run)
+    dashboard.chart.add_run(run.run_dir, run.config.label)
+    dashboard.refresh(force=True)
+    assert "failed" in dashboard.status.value and "RuntimeError: boom" in dashboard.status.value
+    dashboard.panel.controls["backend"].value = "eager"
+    assert dashboard.panel.config.backend == "eager"
+    assert repr(dashboard) == "Dashboard(runs=1, status='ort + AdamW: failed (step 2/10) - RuntimeError: boom')"
+
+
+def test_bad_form_shows_the_reason_instead_of_starting(widget_dashboard):
+    dashboard, _ = widget_dashboard
+    dashboard.panel.controls["precision"].value = "bf16"
+    assert dashboard.run() is None and dashboard.runs == []
+    assert "bf16 with backend=&#x27;ort&#x27; needs the CUDA" in dashboard.status.value
+
+
+def test_without_widgets_one_warning_and_a_text_repr(monkeypatch):
+    monkeypatch.setenv("ORTNB_WIDGETS", "0")
+    import ortnb
+    from ortnb import display
+
+    monkeypatch.setattr(display, "_warned", False)
+    with pytest.warns(OrtnbWarning, match="no widget frontend here"):
+        dashboard = ortnb.Dashboard()
+    assert repr(dashboard) == "Dashboard(runs=0, status='idle')"
+    assert dashboard._repr_mimebundle_() == {"text/plain": "Dashboard(runs=0, status='idle')"}
+
+
+def test_live_callback_in_text_mode_prints_progress(monkeypatch, tmp_path, capsys, bert, train_data):
+    monkeypatch.setenv("ORTNB_WIDGETS", "0")
+    monkeypatch.chdir(tmp_path)
+    from ortnb import LiveCallback, ORTTrainer, ORTTrainingArguments, display
+
+    monkeypatch.setattr(display, "_warned", False)
+    callback = LiveCallback(label="tiny")
+    args = ORTTrainingArguments(output_dir=str(tmp_path / "out"), max_steps=3, per_device_train_batch_size=8,
+                                logging_steps=1, report_to=[], disable_tqdm=True, save_strategy="no")
+    with pytest.warns(OrtnbWarning):
+        ORTTrainer(model=bert, args=args, train_dataset=train_data, callbacks=[callback]).train()
+    out = capsys.readouterr().out
+    assert out.count("samples/s") == 3 and "chart written to" in out
+    assert (tmp_path / "ortnb-run.html").exists()
+    assert callback._engine == "onnxruntime" and repr(callback) == "LiveCallback(steps=3)"
