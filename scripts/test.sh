@@ -2,4 +2,8 @@
 # The whole test suite, in .venv (created on first use). Extra arguments go to pytest.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+# The notebook UI test drives JupyterLab in Debian's chromium (playwright never downloads a browser).
+if ! command -v chromium >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
 python -m pytest "$@"
