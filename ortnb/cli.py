@@ -102,6 +102,56 @@ def cmd_run(options: argparse.Namespace) -> int:
     return 0 if run.status in ("completed", "stopped") else 1
 
 
+def load_configs(path: str) -> list:
+    """RunConfigs from a JSON or YAML file holding a list (or {"configs": [...]})."""
+    from pathlib import Path
+
+    from .config import RunConfig
+
+    text = Path(path).read_text()
+    if path.endswith((".yaml", ".yml")):
+        import yaml
+
+        data = yaml.safe_load(text)
+    else:
+        data = json.loads(text)
+    items = data["configs"] if isinstance(data, dict) else data
+    return [RunConfig.from_dict(item) for item in items]
+
+
+def cmd_compare(options: argparse.Namespace) -> int:
+    """Compare configurations in fresh runs; print the table, write report.html and results.json."""
+    from . import report
+    from .compare import compare
+    from .config import RunConfig
+    from .errors import ConfigError
+
+    base = RunConfig(model=options.model, dataset=options.dataset, batch_size=options.batch_size,
+                     seq_len=options.seq_len, max_steps=options.steps, warmup_steps=options.warmup,
+                     output_dir=options.runs)
+    if options.config:
+        configs = [c.replace(output_dir=options.runs) for c in load_configs(options.config)]
+    else:
+        configs = report.optimum_preset(base)
+    runs: list[list[dict]] = [[] for _ in configs]
+
+    def remember(run):
+        runs[[c.label for c in configs].index(run.config.label)].append(run)
+        print(f"ortnb compare: {run.config.label} -> {run.run_dir}", flush=True)
+
+    try:
+        table = compare(configs, baseline=options.baseline, repeats=options.repeats, on_run=remember)
+    except ConfigError as error:
+        print(f"ortnb compare: {error}", file=sys.stderr)
+        return 2
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    summaries = [[r.summary() for r in group] for group in runs]
+    json_path, html_path = report.write(table, configs, options.out, options.command_line, summaries)
+    (json_path.parent / "table.md").write_text(report.markdown_table(table))
+    print(f"ortnb compare: wrote {html_path} and {json_path}")
+    return 0 if all(s == "completed" for s in table["status"]) else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ortnb", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -117,11 +167,29 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("config", help="a RunConfig JSON file")
     run.add_argument("launcher_args", nargs=argparse.REMAINDER, help="after --: torchrun's node arguments")
     run.set_defaults(run=cmd_run)
+    cmp = commands.add_parser("compare", help=cmd_compare.__doc__, description=cmd_compare.__doc__ + " Without "
+                              "--config it runs the 'optimum' preset: PyTorch + AdamW (baseline), ORT + fused Adam, "
+                              "ORT + fused Adam + ZeRO-1 over 2 processes, and eager bf16 and torch.compile where "
+                              "this machine supports them.")
+    cmp.add_argument("--config", help="JSON/YAML file with a list of RunConfigs (instead of the preset)")
+    cmp.add_argument("--model", default="minilm")
+    cmp.add_argument("--dataset", default="rotten_tomatoes")
+    cmp.add_argument("--batch-size", type=int, default=16)
+    cmp.add_argument("--seq-len", type=int, default=128)
+    cmp.add_argument("--steps", type=int, default=30)
+    cmp.add_argument("--warmup", type=int, default=5, help="steps left out of the statistics")
+    cmp.add_argument("--repeats", type=int, default=1, help="alternate the configurations this many times")
+    cmp.add_argument("--baseline", type=int, default=0, help="index of the baseline configuration")
+    cmp.add_argument("--runs", default="runs", help="where run directories go")
+    cmp.add_argument("--out", default="comparison", help="where report.html, results.json and table.md go")
+    cmp.set_defaults(run=cmd_compare)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     options = build_parser().parse_args(argv)
+    options.command_line = " ".join(["ortnb", *argv])  # recorded in reports, to re-run them
     if getattr(options, "launcher_args", None) and options.launcher_args[0] == "--":
         options.launcher_args = options.launcher_args[1:]
     return options.run(options)

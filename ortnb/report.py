@@ -1,0 +1,115 @@
+"""Comparison presets and the self-contained HTML/JSON report of a comparison."""
+
+from __future__ import annotations
+
+import html
+import json
+import platform
+import time
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from .capabilities import Capabilities, capabilities
+from .config import RunConfig
+
+METHOD = (
+    "Each configuration ran in fresh worker processes with the same model, data and seed. The first warm-up "
+    "steps (graph export, allocator warm-up) are excluded; throughput is the median samples/s of the remaining "
+    "steps, with the interquartile range as spread. With several repeats the configurations alternate "
+    "(A B C A B C ...). Speed-ups are ratios of medians measured in this one invocation. The engine column is "
+    "what really executed the training steps: an ORT run that fell back to PyTorch shows 'pytorch' and does not "
+    "count as ORT. MFU is model FLOPs (6N + 12LdT per token) per second over this machine's measured matmul peak."
+)
+PACKAGES = ("torch", "transformers", "onnxruntime-training-cpu", "onnxruntime-training", "deepspeed", "accelerate")
+
+
+def optimum_preset(base: RunConfig, caps: Capabilities | None = None) -> list[RunConfig]:
+    """Optimum's published comparison, as far as this machine can run it.
+
+    PyTorch + AdamW (baseline); ORT + fused Adam (ORT's FusedAdam on CUDA, torch's fused AdamW on the
+    CPU); ORT + ZeRO-1 over 2 processes; plus eager bf16 and torch.compile where supported.
+    """
+    caps = caps or capabilities()
+    fused = "adamw_ort_fused" if caps.ort_cuda else "adamw_torch_fused"
+    configs = [base.replace(backend="eager", optim="adamw_torch", name="PyTorch + AdamW"),
+               base.replace(backend="ort", optim=fused, name="ORT + fused Adam")]
+    if caps.deepspeed and (caps.cuda or caps.cpu_cores >= 2):
+        configs.append(base.replace(backend="ort", optim=fused, zero_stage=1, num_processes=2,
+                                    name="ORT + fused Adam + ZeRO-1 x2"))
+    if caps.cuda or caps.bf16_cpu_native:
+        configs.append(base.replace(backend="eager", optim="adamw_torch", precision="bf16",
+                                    name="PyTorch bf16 + AdamW"))
+    if caps.torch_compile:
+        configs.append(base.replace(backend="compile", optim="adamw_torch", name="torch.compile + AdamW"))
+    return configs
+
+
+def versions() -> dict:
+    found = {}
+    for name in PACKAGES:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            pass
+    found["python"] = platform.python_version()
+    return found
+
+
+def machine() -> dict:
+    caps = capabilities()
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as handle:
+            cpu = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), cpu)
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": caps.cpu_cores, "cuda": caps.cuda, "bf16_cpu_native": caps.bf16_cpu_native}
+
+
+def results(table, configs: list[RunConfig], command: str, runs: list[list[dict]] | None = None) -> dict:
+    """Everything needed to read and reproduce a comparison, as plain data."""
+    return {"command": command, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "method": METHOD,
+            "machine": machine(), "versions": versions(), "configs": [c.to_dict() for c in configs],
+            "table": json.loads(table.to_json(orient="records")), "runs": runs or []}
+
+
+def write(table, configs: list[RunConfig], out_dir: str | Path, command: str,
+          runs: list[list[dict]] | None = None) -> tuple[Path, Path]:
+    """Write results.json and a self-contained report.html (plotly inlined: opens offline)."""
+    from .charts import comparison_figure
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data = results(table, configs, command, runs)
+    json_path = out / "results.json"
+    json_path.write_text(json.dumps(data, indent=2))
+    figure = comparison_figure(table).to_html(full_html=False, include_plotlyjs=True)
+    facts = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(str(v))}</li>"
+                    for k, v in {**data["machine"], **data["versions"]}.items())
+    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>ortnb comparison</title>"
+            f"<style>body{{font-family:sans-serif;max-width:1100px;margin:auto}} td,th{{padding:4px 10px}}</style>"
+            f"</head><body><h1>ortnb comparison</h1><p><code>{html.escape(command)}</code> &mdash; "
+            f"{html.escape(data['date'])}</p>{figure}"
+            f"{table.to_html(index=False, float_format=lambda v: f'{v:.4g}')}"
+            f"<h2>Method</h2><p>{html.escape(METHOD)}</p><h2>Machine and versions</h2><ul>{facts}</ul>"
+            f"</body></html>")
+    html_path = out / "report.html"
+    html_path.write_text(page)
+    return json_path, html_path
+
+
+def markdown_table(table) -> str:
+    """The table as GitHub markdown (for README and benchmarks/)."""
+    columns = ["label", "engine", "samples_per_s", "spread", "speedup", "peak_rss_mb", "mfu"]
+    header = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n"
+    rows = []
+    for record in table[columns].to_dict(orient="records"):
+        cells = []
+        for column in columns:
+            value = record[column]
+            if isinstance(value, float):
+                value = f"{value:.1%}" if column == "mfu" else f"{value:.2f}x" if column == "speedup" \
+                    else f"{value:.1f}"
+            cells.append(str(value))
+        rows.append("| " + " | ".join(cells) + " |")
+    return header + "\n".join(rows) + "\n"
