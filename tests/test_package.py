@@ -78,3 +78,16 @@ def test_format_step_is_exact():
 
     record = {"step": 12, "loss": 0.693147, "samples_per_s": 58.25, "step_time": 0.2747, "mfu": 0.0412}
     assert format_step(record) == "step    12  loss 0.6931      58.2 samples/s    274.7 ms/step mfu 4.1%"
+
+
+def test_binder_pins_match_the_tested_versions():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    pins = dict(line.split("==") for line in (root / "requirements/constraints.txt").read_text().splitlines()
+                if "==" in line and not line.startswith("#"))
+    binder = (root / "binder/requirements.txt").read_text()
+    for name, pinned in pins.items():
+        assert f"{name}=={pinned}" in binder, name
+    post_build = (root / "binder/postBuild").read_text()
+    assert "set -e" in post_build and "ortnb setup" in post_build and "requirements/assets.txt" in post_build
