@@ -122,7 +122,7 @@ def load_configs(path: str) -> list:
 def cmd_compare(options: argparse.Namespace) -> int:
     """Compare configurations in fresh runs; print the table, write report.html and results.json."""
     from . import report
-    from .compare import compare
+    from .comparison import compare
     from .config import RunConfig
     from .errors import ConfigError
 

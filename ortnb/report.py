@@ -9,7 +9,7 @@ import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from .capabilities import Capabilities, capabilities
+from .hardware import Capabilities, capabilities
 from .config import RunConfig
 
 METHOD = (

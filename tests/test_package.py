@@ -91,3 +91,19 @@ def test_binder_pins_match_the_tested_versions():
         assert f"{name}=={pinned}" in binder, name
     post_build = (root / "binder/postBuild").read_text()
     assert "set -e" in post_build and "ortnb setup" in post_build and "requirements/assets.txt" in post_build
+
+
+def test_public_functions_survive_importing_every_submodule():
+    """A submodule named like a public function would replace it on the package when imported."""
+    import importlib
+    import pkgutil
+
+    import ortnb
+
+    for module in pkgutil.walk_packages(ortnb.__path__, "ortnb."):
+        if not module.name.endswith(("__main__",)):
+            importlib.import_module(module.name)
+    for name in ortnb.__all__:
+        if name != "__version__":
+            assert not isinstance(getattr(ortnb, name), type(ortnb)), f"ortnb.{name} is a module"
+    assert callable(ortnb.compare) and callable(ortnb.validate) and callable(ortnb.capabilities)

@@ -61,7 +61,7 @@ def test_comparison_bars_write_the_speedup_on_each_bar():
 
 
 def test_compare_table_ratios_and_engines():
-    from ortnb.compare import table
+    from ortnb.comparison import table
 
     runs = [[{"label": "base", "status": "completed", "engine": "pytorch", "samples_per_s": 40.0,
               "samples_per_s_iqr": 2.0, "peak_rss_mb": 900.0, "optimizer_state_mb": 80.0, "final_loss": 0.5,
@@ -87,7 +87,7 @@ def test_form_round_trip_and_zero1_toggle():
 
 
 def test_disabled_states_come_from_validate():
-    from ortnb.validate import choices
+    from ortnb.validation import choices
 
     table = choices(RunConfig(model="tiny-bert"), CPU)
     tooltips = form.option_tooltips(table)
@@ -99,7 +99,7 @@ def test_disabled_states_come_from_validate():
 
 
 def test_problems_html_names_field_and_fix():
-    from ortnb.validate import Problem
+    from ortnb.validation import Problem
 
     assert "ready to run" in form.problems_html([])
     text = form.problems_html([Problem("precision", "bf16 with backend='ort' needs ...")])

@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from ortnb.capabilities import Capabilities
+from ortnb.hardware import Capabilities
 from ortnb.config import RunConfig
 from ortnb.errors import ConfigError
-from ortnb.validate import check, choices, validate
+from ortnb.validation import check, choices, validate
 
 # A CPU machine like CI's: 2 cores, ORT training (CPU wheel) and DeepSpeed installed, no CUDA.
 CPU = Capabilities(cuda=False, cpu_cores=2, bf16_cpu_native=True, ort_training="onnxruntime-training-cpu",

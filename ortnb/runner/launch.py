@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .. import metrics
 from ..config import RunConfig
-from ..validate import check
+from ..validation import check
 from . import layout
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import html
 import threading
 
-from .. import charts, compare as comparing
+from .. import charts
+from .. import comparison as comparing
 from ..config import RunConfig
 from ..display import Throttle, warn_text_mode, widget_frontend
 from ..errors import ConfigError
 from ..runner import Run, launch
-from ..validate import validate
+from ..validation import validate
 
 POLL_SECONDS = 0.25
 

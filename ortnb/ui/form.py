@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 
 from ..config import RunConfig
-from ..validate import CHOICE_FIELDS, Problem
+from ..validation import CHOICE_FIELDS, Problem
 
 FORM_FIELDS = ("model", "dataset", "backend", "optim", "precision", "zero1", "num_processes", "batch_size",
                "seq_len", "max_steps", "learning_rate")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from .. import assets
-from ..capabilities import capabilities
+from ..hardware import capabilities
 from ..config import RunConfig
-from ..validate import choices, validate
+from ..validation import choices, validate
 from . import form
 
 

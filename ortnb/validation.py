@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import assets
-from .capabilities import Capabilities, capabilities
+from .hardware import Capabilities, capabilities
 from .config import Precision, RunConfig, Task
 from .errors import ConfigError
 

@@ -15,7 +15,7 @@ from typing import Callable
 from .config import RunConfig
 from .errors import ConfigError
 from .runner import Run, launch
-from .validate import validate
+from .validation import validate
 
 SAME_FOR_ALL = ("model", "task", "dataset", "seed", "seq_len")
 COLUMNS = ["label", "engine", "status", "samples_per_s", "spread", "speedup", "peak_rss_mb", "optimizer_state_mb",
