@@ -17,7 +17,8 @@ import time
 
 from .backends.ort_extensions import cache_root
 
-MATMUL_SIZE = 2048
+MATMUL_SIZE = 2048  # the largest size tried; smaller when one product already takes long enough
+MIN_SECONDS = 0.05  # per product: long enough to time, short enough on a CPU that emulates bf16
 
 
 def non_embedding_parameters(model) -> int:
@@ -53,7 +54,8 @@ def _machine_key(dtype: str, threads: int) -> str:
 
 
 def measure_peak(dtype: str = "fp32", threads: int | None = None, repeats: int = 5) -> float:
-    """FLOP/s of a 2048^3 matmul, median of ``repeats`` after one warm-up."""
+    """FLOP/s of a square matmul, median of ``repeats`` after one warm-up. The size doubles from 256 until
+    one product takes MIN_SECONDS (or reaches 2048): seconds on any CPU, even one without bf16 units."""
     import torch
 
     threads = threads or os.cpu_count() or 1
@@ -61,20 +63,26 @@ def measure_peak(dtype: str = "fp32", threads: int | None = None, repeats: int =
     torch.set_num_threads(threads)
     kind = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    def timed(a, b) -> float:
+        started = time.perf_counter()
+        torch.mm(a, b)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter() - started
+
     try:
-        a = torch.randn(MATMUL_SIZE, MATMUL_SIZE, device=device).to(kind)
-        b = torch.randn(MATMUL_SIZE, MATMUL_SIZE, device=device).to(kind)
-        times = []
-        for index in range(repeats + 1):
-            started = time.perf_counter()
-            torch.mm(a, b)
-            if device == "cuda":
-                torch.cuda.synchronize()
-            if index:
-                times.append(time.perf_counter() - started)
+        size = 256
+        while True:
+            a = torch.randn(size, size, device=device).to(kind)
+            b = torch.randn(size, size, device=device).to(kind)
+            timed(a, b)  # warm-up
+            if size >= MATMUL_SIZE or timed(a, b) >= MIN_SECONDS:
+                break
+            size *= 2
+        times = [timed(a, b) for _ in range(repeats)]
     finally:
         torch.set_num_threads(previous)
-    return 2.0 * MATMUL_SIZE ** 3 / statistics.median(times)
+    return 2.0 * size ** 3 / statistics.median(times)
 
 
 def machine_peak(dtype: str = "fp32", threads: int | None = None) -> float:

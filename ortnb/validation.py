@@ -110,6 +110,9 @@ def _check_hardware(cfg, caps, problems):
                                                  f"{cfg.precision}, or precision='no'."))
     if cfg.precision == "fp16" and not caps.cuda and cfg.backend != "ort":
         problems.append(Problem("precision", "fp16 training needs a CUDA GPU; on the CPU use precision='bf16'."))
+    if cfg.precision == "bf16" and not caps.cuda and not caps.bf16_cpu_native and cfg.backend != "ort":
+        problems.append(Problem("precision", "this CPU has no bf16 instructions (AVX512-BF16 or AMX): bf16 would "
+                                             "be emulated, tens of times slower than fp32. Use precision='no' here."))
     if cfg.optim == "adamw_ort_fused" and not caps.ort_cuda:
         problems.append(Problem("optim", "adamw_ort_fused is ONNX Runtime's FusedAdam, a CUDA kernel; this machine "
                                          "has no CUDA. Use optim='adamw_torch_fused' (fused AdamW on the CPU)."))

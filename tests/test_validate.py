@@ -34,6 +34,8 @@ BAD = [  # (changes, capabilities, field, what the message must say)
     ({"precision": "bf16"}, CPU, "precision", r"bf16 with backend='ort' needs the CUDA execution provider.*"
                                               r"backend='eager'"),
     ({"precision": "fp16", "backend": "eager"}, CPU, "precision", r"fp16 training needs a CUDA GPU.*bf16"),
+    ({"precision": "bf16", "backend": "eager"}, dataclasses.replace(CPU, bf16_cpu_native=False), "precision",
+     r"no bf16 instructions.*emulated"),
     ({"optim": "adamw_ort_fused"}, CPU, "optim", r"FusedAdam, a CUDA kernel.*adamw_torch_fused"),
     ({"optim": "adamw_torch_fused"}, BARE, "optim", r"no fused AdamW"),
     ({"backend": "ort"}, BARE, "backend", r"needs ONNX Runtime training.*pip install 'ortnb\[ort\]'"),
