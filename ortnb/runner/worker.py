@@ -53,6 +53,9 @@ def run(run_dir: Path, rank: int, world: int, fault: str | None = None) -> str:
     torch.set_num_threads(cfg.threads or max(1, (os.cpu_count() or 1) // world))
     writer = MetricsWriter(run_dir / layout.METRICS) if rank == 0 else None
     task = cfg.task or assets.MODELS.get(cfg.model, assets.Asset("", "", "sequence-classification")).task
+    from transformers import set_seed
+
+    set_seed(cfg.seed)  # new heads (the classifier) start from the same weights in every run being compared
     model, tokenizer = assets.load_model(cfg.model, task)
     train, evaluation = data.build(cfg.dataset, task, tokenizer, cfg.seq_len, cfg.eval_samples, cfg.seed,
                                    train_samples=cfg.max_steps * cfg.batch_size * world)
