@@ -109,7 +109,8 @@ def _check_hardware(cfg, caps, problems):
                                                  f"{cfg.precision} MatMul kernel. Use backend='eager' for "
                                                  f"{cfg.precision}, or precision='no'."))
     if cfg.precision == "fp16" and not caps.cuda and cfg.backend != "ort":
-        problems.append(Problem("precision", "fp16 training needs a CUDA GPU; on the CPU use precision='bf16'."))
+        instead = "precision='bf16'" if caps.bf16_cpu_native else "precision='no' (this CPU has no bf16 units either)"
+        problems.append(Problem("precision", f"fp16 training needs a CUDA GPU; on this CPU use {instead}."))
     if cfg.precision == "bf16" and not caps.cuda and not caps.bf16_cpu_native and cfg.backend != "ort":
         problems.append(Problem("precision", "this CPU has no bf16 instructions (AVX512-BF16 or AMX): bf16 would "
                                              "be emulated, tens of times slower than fp32. Use precision='no' here."))
