@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import statistics
 import time
 
@@ -43,13 +42,9 @@ def flops_per_step(model, batch_size: int, seq_len: int, num_processes: int = 1)
 def _machine_key(dtype: str, threads: int) -> str:
     import torch
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as handle:
-            cpu = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), cpu)
-    except OSError:
-        pass
-    device = torch.cuda.get_device_name() if torch.cuda.is_available() else cpu
+    from .hardware import cpu_name
+
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else cpu_name()
     return f"{device}|torch {torch.__version__}|{dtype}|{threads} threads"
 
 

@@ -68,6 +68,18 @@ def _module_available(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
+def cpu_name() -> str:
+    """The CPU's model name (for reports and the peak-FLOPs cache key)."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo") as handle:
+            found = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), None)
+    except OSError:
+        found = None
+    return found or platform.processor() or platform.machine()
+
+
 def _cpu_has_bf16() -> bool:
     try:
         with open("/proc/cpuinfo") as handle:

@@ -9,7 +9,7 @@ import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from .hardware import Capabilities, capabilities
+from .hardware import Capabilities, capabilities, cpu_name
 from .config import RunConfig
 
 METHOD = (
@@ -57,13 +57,7 @@ def versions() -> dict:
 
 def machine() -> dict:
     caps = capabilities()
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as handle:
-            cpu = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), cpu)
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": caps.cpu_cores, "cuda": caps.cuda, "bf16_cpu_native": caps.bf16_cpu_native}
+    return {"cpu": cpu_name(), "cores": caps.cpu_cores, "cuda": caps.cuda, "bf16_cpu_native": caps.bf16_cpu_native}
 
 
 def results(table, configs: list[RunConfig], command: str, runs: list[list[dict]] | None = None) -> dict:
