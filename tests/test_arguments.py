@@ -62,6 +62,14 @@ def test_zero_stage_3_with_ort(tmp_path):
         make(tmp_path, deepspeed=config)
 
 
+def test_torch_compile_and_checkpointing_with_ort(tmp_path):
+    with pytest.raises(ConfigError) as caught:
+        make(tmp_path, torch_compile=True, gradient_checkpointing=True)
+    text = str(caught.value)
+    assert "torch_compile=True with backend='ort'" in text and "Use backend='compile'" in text
+    assert "checkpointing with backend='ort'" in text and "ort_memory_optimizer_level=1" in text
+
+
 def test_mixed_precision_is_fine_for_eager_on_cpu(tmp_path):
     args = make(tmp_path, backend="eager", bf16=True, use_cpu=True)
     assert args.bf16 and args.backend == "eager"

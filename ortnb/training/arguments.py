@@ -124,6 +124,12 @@ class ORTTrainingArguments(TrainingArguments):
                 problems.append(f"{flag}=True with backend='ort' needs the CUDA execution provider: ONNX Runtime's "
                                 f"CPU provider has no {flag} MatMul kernel. Use backend='eager' for {flag} on the "
                                 f"CPU, set {flag}=False, or train on a GPU with onnxruntime-training.")
+        if self.torch_compile:
+            problems.append("torch_compile=True with backend='ort': ONNX Runtime already compiles the model's graph. "
+                            "Use backend='compile' for torch.compile, or drop torch_compile.")
+        if self.activation_checkpointing or self.gradient_checkpointing:
+            problems.append("gradient (activation) checkpointing with backend='ort' cannot be traced by ORTModule; use "
+                            "ort_memory_optimizer_level=1, ORT's own layer-wise recompute, instead.")
         stage = _zero_stage(self.deepspeed)
         if stage == 3:
             problems.append("deepspeed zero_optimization.stage=3 with backend='ort' is not supported: ZeRO-3 "
