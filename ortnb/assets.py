@@ -86,6 +86,10 @@ def load_model(name_or_path: str, task: str, dtype=None):
         gguf = MODELS["smollm2"].locate()
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model = auto.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32, **extra)
+        if getattr(model, "hf_quantizer", None) is not None:
+            # The GGUF weights are dequantised to fp32 on load, but transformers keeps the quantizer marker
+            # and Trainer then refuses to fine-tune "a purely quantized model". No weight changes here.
+            model.hf_quantizer.remove_quantization_config(model)
     elif name_or_path in ("tiny-bert", "tiny-llama"):
         tokenizer = AutoTokenizer.from_pretrained(MODELS["minilm"].locate())
         model = auto.from_config(_tiny_config(name_or_path, tokenizer.vocab_size, **extra))

@@ -85,6 +85,26 @@ def test_model_is_plain_pytorch_after_training(tmp_path, bert, train_data):
     assert trainer.engine_report()["ort_steps"] == 4
 
 
+def test_attached_model_can_be_deep_copied(tmp_path, bert, train_data):
+    """EMA-style callbacks deep-copy the model mid-training; the copy is a plain PyTorch model."""
+    import copy
+
+    from transformers import TrainerCallback
+
+    copies = []
+
+    class DeepCopies(TrainerCallback):
+        def on_step_end(self, args, state, control, model=None, **kwargs):
+            copies.append(copy.deepcopy(model))
+
+    trainer = ORTTrainer(model=bert, args=ort_args(tmp_path), train_dataset=train_data, callbacks=[DeepCopies()])
+    trainer.train()
+    assert len(copies) == 2 and trainer.engine_report()["ort_steps"] == 2
+    batch = {k: torch.tensor(train_data[:4][k]) for k in ("input_ids", "attention_mask", "labels")}
+    copies[-1].train()
+    assert torch.isfinite(copies[-1](**batch).loss)  # runs in PyTorch: the copy has no ORT engine
+
+
 def test_save_model_round_trip(tmp_path, bert, train_data):
     trainer = ORTTrainer(model=bert, args=ort_args(tmp_path), train_dataset=train_data)
     trainer.train()

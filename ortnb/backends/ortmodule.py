@@ -15,6 +15,7 @@ import logging
 import os
 import time
 import types
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -28,7 +29,9 @@ from .custom_functions import guard_custom_autograd_functions
 
 logger = logging.getLogger("ortnb")
 
-ATTRIBUTE = "_ortnb_engine"
+# model -> its OrtEngine. Kept outside the model's __dict__ so that copy.deepcopy(model) (ORT's own
+# schema probe, EMA callbacks) copies a plain model instead of trying to pickle an ORT session.
+_ENGINES: "weakref.WeakKeyDictionary[torch.nn.Module, OrtEngine]" = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -202,7 +205,7 @@ def attach(model: torch.nn.Module, options: OrtOptions, engine: OrtEngine | None
     """
     if engine is None or engine.model is not model:
         engine = OrtEngine(model, options)
-    model.__dict__[ATTRIBUTE] = engine
+    _ENGINES[model] = engine
     model.__dict__["forward"] = _dispatching_forward(type(model).forward, model)
     return engine
 
@@ -212,7 +215,10 @@ def _dispatching_forward(class_forward, model):
     class's forward to ``inspect.signature`` (Trainer picks dataset columns from it)."""
 
     def forward(self, *args, **kwargs):
-        return self.__dict__[ATTRIBUTE](args, kwargs)
+        engine = _ENGINES.get(self)
+        if engine is None:  # a deep copy of an attached model: plain PyTorch
+            return class_forward(self, *args, **kwargs)
+        return engine(args, kwargs)
 
     functools.update_wrapper(forward, class_forward)
     return types.MethodType(forward, model)
@@ -221,8 +227,12 @@ def _dispatching_forward(class_forward, model):
 def detach(model: torch.nn.Module) -> None:
     """Give the model back its own PyTorch forward."""
     model.__dict__.pop("forward", None)
-    model.__dict__.pop(ATTRIBUTE, None)
+    _ENGINES.pop(model, None)
 
 
 def is_attached(model: torch.nn.Module) -> bool:
-    return ATTRIBUTE in model.__dict__
+    return model in _ENGINES
+
+
+def engine_for(model: torch.nn.Module) -> OrtEngine | None:
+    return _ENGINES.get(model)

@@ -13,9 +13,9 @@ from ..display import Throttle, warn_text_mode, widget_frontend
 
 def engine_of(model) -> str:
     """What executes the model's training steps right now (ORT's dispatcher, or plain PyTorch)."""
-    from ..backends.ortmodule import ATTRIBUTE
+    from ..backends.ortmodule import engine_for
 
-    engine = getattr(model, "__dict__", {}).get(ATTRIBUTE)
+    engine = engine_for(model)
     if engine is None:
         return "pytorch"
     return "onnxruntime" if engine.stats.ort_steps and not engine.stats.fallback else "pytorch"
