@@ -81,6 +81,7 @@ def test_model_is_plain_pytorch_after_training(tmp_path, bert, train_data):
     trainer = ORTTrainer(model=bert, args=ort_args(tmp_path), train_dataset=train_data)
     trainer.train()
     assert "forward" not in vars(trainer.model)  # the ORT dispatcher is gone
+    assert trainer.model.config._attn_implementation == "sdpa"  # and the user's attention is back
     trainer.train()  # a second train() reuses the exported graph
     assert trainer.engine_report()["ort_steps"] == 4
 

@@ -53,6 +53,7 @@ class _ORTTrainerMixin:
         finally:
             if self.model is not None:
                 ort_backend.detach(self.model)
+                self._restore_attention(self.model)
             self.write_engine_report()
 
     def _attach_ort(self, model: torch.nn.Module) -> None:
@@ -69,9 +70,17 @@ class _ORTTrainerMixin:
             self._attention_note = current
             return
         model.set_attn_implementation("eager")
+        self._switched_from = current
         self._attention_note = f"eager (switched from {current})"
         logger.warning("ortnb: attention switched from %r to 'eager' for ONNX Runtime, which cannot build the "
                        "gradient of scaled_dot_product_attention; the numbers are the same.", current)
+
+    def _restore_attention(self, model: torch.nn.Module) -> None:
+        """After training, evaluate/generate get the user's attention (e.g. sdpa) back."""
+        switched_from = getattr(self, "_switched_from", None)
+        if switched_from and hasattr(model, "set_attn_implementation"):
+            model.set_attn_implementation(switched_from)
+            self._switched_from = None
 
     def _ort_options(self) -> ort_backend.OrtOptions:
         args = self.args
