@@ -38,6 +38,7 @@ class _ORTTrainerMixin:
                             "Replace `TrainingArguments(...)` with `ortnb.ORTTrainingArguments(...)` (same fields).")
         self._ort_engine: ort_backend.OrtEngine | None = None
         self._attention_note: str | None = None
+        self._switched_from: str | None = None  # the attention we replaced with eager, restored after train()
         self.add_callback(_EngineReportCallback(self))
 
     # -- backend life cycle ---------------------------------------------------------------------
@@ -77,9 +78,8 @@ class _ORTTrainerMixin:
 
     def _restore_attention(self, model: torch.nn.Module) -> None:
         """After training, evaluate/generate get the user's attention (e.g. sdpa) back."""
-        switched_from = getattr(self, "_switched_from", None)
-        if switched_from and hasattr(model, "set_attn_implementation"):
-            model.set_attn_implementation(switched_from)
+        if self._switched_from and hasattr(model, "set_attn_implementation"):
+            model.set_attn_implementation(self._switched_from)
             self._switched_from = None
 
     def _ort_options(self) -> ort_backend.OrtOptions:
