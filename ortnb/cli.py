@@ -122,7 +122,7 @@ def load_configs(path: str) -> list:
 def cmd_compare(options: argparse.Namespace) -> int:
     """Compare configurations in fresh runs; print the table, write report.html and results.json."""
     from . import report
-    from .comparison import compare
+    from .comparison import compare, describe_best
     from .config import RunConfig
     from .errors import ConfigError
 
@@ -145,6 +145,7 @@ def cmd_compare(options: argparse.Namespace) -> int:
         print(f"ortnb compare: {error}", file=sys.stderr)
         return 2
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(describe_best(table))
     summaries = [[r.summary() for r in group] for group in runs]
     json_path, html_path = report.write(table, configs, options.out, options.command_line, summaries)
     (json_path.parent / "table.md").write_text(report.markdown_table(table))
@@ -168,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("launcher_args", nargs=argparse.REMAINDER, help="after --: torchrun's node arguments")
     run.set_defaults(run=cmd_run)
     cmp = commands.add_parser("compare", help=cmd_compare.__doc__, description=cmd_compare.__doc__ + " Without "
-                              "--config it runs the 'optimum' preset: PyTorch + AdamW (baseline), ORT + fused Adam, "
+                              "--config it runs the 'optimum' preset: PyTorch + AdamW (baseline), PyTorch + fused AdamW, ORT + fused Adam, "
                               "ORT + fused Adam + ZeRO-1 over 2 processes, and eager bf16 and torch.compile where "
                               "this machine supports them.")
     cmp.add_argument("--config", help="JSON/YAML file with a list of RunConfigs (instead of the preset)")

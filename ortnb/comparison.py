@@ -19,7 +19,7 @@ from .validation import validate
 
 SAME_FOR_ALL = ("model", "task", "dataset", "seed", "seq_len")
 COLUMNS = ["label", "engine", "status", "samples_per_s", "spread", "speedup", "peak_rss_mb", "optimizer_state_mb",
-           "final_loss", "mfu", "runs"]
+           "final_loss", "mfu", "first_step_s", "runs"]
 
 
 def workload_problems(configs: list[RunConfig]) -> list[str]:
@@ -94,4 +94,22 @@ def _row(runs: list[dict]) -> dict:
     return {"label": runs[0]["label"], "engine": "/".join(engines), "status": "/".join(statuses),
             "samples_per_s": median("samples_per_s"), "spread": median("samples_per_s_iqr"),
             "peak_rss_mb": median("peak_rss_mb"), "optimizer_state_mb": median("optimizer_state_mb"),
-            "final_loss": median("final_loss"), "mfu": median("mfu"), "runs": len(runs)}
+            "final_loss": median("final_loss"), "mfu": median("mfu"), "first_step_s": median("first_step_s"),
+            "runs": len(runs)}
+
+
+def best(table) -> dict | None:
+    """The fastest configuration that completed every run, as a dict (None when none did)."""
+    done = table[(table["status"] == "completed") & table["samples_per_s"].notna()]
+    if done.empty:
+        return None
+    return done.loc[done["samples_per_s"].idxmax()].to_dict()
+
+
+def describe_best(table) -> str:
+    row = best(table)
+    if row is None:
+        return "No configuration completed; there is no best one."
+    mfu = f", MFU {row['mfu']:.1%}" if row.get("mfu") is not None and row["mfu"] == row["mfu"] else ""
+    return (f"Fastest here: {row['label']} ({row['engine']}), {row['samples_per_s']:.2f} samples/s, "
+            f"{row['speedup']:.2f}x the baseline{mfu}.")

@@ -83,6 +83,7 @@ def summarize(records: list[dict], warmup_steps: int) -> dict:
         "mfu": _median(r["mfu"] for r in measured if r.get("mfu") is not None),
         "engine": engine.get("engine"),
         "fallback": engine.get("fallback"),
+        "first_step_s": engine.get("time_to_first_step_s"),
     }
     return summary
 

@@ -8,6 +8,7 @@ import json
 import pandas as pd
 
 from ortnb import report
+from ortnb.comparison import best, describe_best
 from ortnb.config import RunConfig
 
 from .test_validate import BARE, CPU
@@ -15,30 +16,40 @@ from .test_validate import BARE, CPU
 TABLE = pd.DataFrame({"label": ["PyTorch + AdamW", "ORT + fused Adam"], "engine": ["pytorch", "onnxruntime"],
                       "status": ["completed", "completed"], "samples_per_s": [20.0, 31.0], "spread": [1.0, 2.5],
                       "speedup": [1.0, 1.55], "peak_rss_mb": [900.0, 1100.0], "optimizer_state_mb": [87.0, 87.0],
-                      "final_loss": [0.6, 0.6], "mfu": [0.05, 0.0775], "runs": [1, 1]})
+                      "final_loss": [0.6, 0.6], "mfu": [0.05, 0.0775], "first_step_s": [1.2, 7.4], "runs": [1, 1]})
 
 
 def test_optimum_preset_on_a_cpu_machine():
     labels = [c.label for c in report.optimum_preset(RunConfig(), CPU)]
-    assert labels == ["PyTorch + AdamW", "ORT + fused Adam", "ORT + fused Adam + ZeRO-1 x2", "PyTorch bf16 + AdamW",
-                      "torch.compile + AdamW"]
+    assert labels == ["PyTorch + AdamW", "PyTorch + fused AdamW", "ORT + fused Adam", "ORT + fused Adam + ZeRO-1 x2",
+                      "PyTorch bf16 + AdamW", "torch.compile + AdamW"]
     configs = report.optimum_preset(RunConfig(), CPU)
-    assert configs[1].optim == "adamw_torch_fused" and configs[2].num_processes == 2
+    assert [(c.backend, c.optim) for c in configs[:3]] == [("eager", "adamw_torch"), ("eager", "adamw_torch_fused"),
+                                                           ("ort", "adamw_torch_fused")]
+    assert configs[3].num_processes == 2 and configs[3].zero_stage == 1
 
 
 def test_optimum_preset_uses_ort_fused_adam_on_cuda_and_skips_what_is_missing():
     gpu = dataclasses.replace(CPU, cuda=True, ort_cuda=True, ort_training="onnxruntime-training")
-    assert report.optimum_preset(RunConfig(), gpu)[1].optim == "adamw_ort_fused"
+    assert report.optimum_preset(RunConfig(), gpu)[2].optim == "adamw_ort_fused"
     assert [c.label for c in report.optimum_preset(RunConfig(), dataclasses.replace(BARE, bf16_cpu_native=False))] \
-        == ["PyTorch + AdamW", "ORT + fused Adam"]
+        == ["PyTorch + AdamW", "PyTorch + fused AdamW", "ORT + fused Adam"]
 
 
 def test_markdown_table_is_exact():
     assert report.markdown_table(TABLE) == (
-        "| label | engine | samples_per_s | spread | speedup | peak_rss_mb | mfu |\n"
-        "|---|---|---|---|---|---|---|\n"
-        "| PyTorch + AdamW | pytorch | 20.0 | 1.0 | 1.00x | 900.0 | 5.0% |\n"
-        "| ORT + fused Adam | onnxruntime | 31.0 | 2.5 | 1.55x | 1100.0 | 7.8% |\n")
+        "| label | engine | samples_per_s | spread | speedup | peak_rss_mb | mfu | first_step_s |\n"
+        "|---|---|---|---|---|---|---|---|\n"
+        "| PyTorch + AdamW | pytorch | 20.0 | 1.0 | 1.00x | 900.0 | 5.0% | 1.2 |\n"
+        "| ORT + fused Adam | onnxruntime | 31.0 | 2.5 | 1.55x | 1100.0 | 7.8% | 7.4 |\n")
+
+
+def test_best_configuration_is_the_fastest_that_completed():
+    assert describe_best(TABLE) == ("Fastest here: ORT + fused Adam (onnxruntime), 31.00 samples/s, 1.55x the "
+                                    "baseline, MFU 7.8%.")
+    crashed_fast = TABLE.assign(status=["completed", "failed"])
+    assert best(crashed_fast)["label"] == "PyTorch + AdamW"
+    assert best(TABLE.assign(status=["failed", "failed"])) is None
 
 
 def test_report_files_are_self_contained(tmp_path):
@@ -46,6 +57,7 @@ def test_report_files_are_self_contained(tmp_path):
     data = json.loads(json_path.read_text())
     assert data["command"] == "ortnb compare --steps 30" and data["table"][1]["speedup"] == 1.55
     assert "torch" in data["versions"] and "Speed-ups are ratios of medians" in data["method"]
+    assert data["best"].startswith("Fastest here: ORT + fused Adam")
     page = html_path.read_text()
     assert 'src="https://cdn.plot.ly' not in page and "plotly.js" in page  # plotly inlined: works offline
     assert "1.55x" in page and "ORT + fused Adam" in page

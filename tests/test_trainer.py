@@ -51,6 +51,12 @@ def test_migration_equivalence(tmp_path, train_data):
     assert report["engine"] == "onnxruntime" and report["fallback"] is None
     assert report["ort_steps"] == 10 and report["pytorch_steps"] == 0
     assert report["providers"] == ["CPUExecutionProvider"]
+    # The first step is timed whole (forward with export and graph build, backward, optimizer), and ORT's
+    # own phases account for part of its first forward.
+    phases = report["first_forward_phases_s"]
+    assert set(phases) == {"export", "build_graph", "create_session", "initialisation"}
+    assert phases["export"] + phases["build_graph"] + phases["create_session"] <= phases["initialisation"]
+    assert 0 < phases["initialisation"] <= report["first_forward_s"] < report["time_to_first_step_s"]
     on_disk = json.loads((tmp_path / "ort" / "engine_report.json").read_text())
     assert on_disk["engine"] == "onnxruntime" and on_disk["backend"] == "ort"
 

@@ -51,7 +51,8 @@ class EngineStats:
     pytorch_steps: int = 0
     fallback: str | None = None
     providers: list[str] = field(default_factory=list)
-    first_step_s: float | None = None
+    first_forward_s: float | None = None  # the first training forward: export, graph build, session, run
+    first_forward_phases_s: dict[str, float] = field(default_factory=dict)
 
 
 class _ModuleWithLoss(torch.nn.Module):
@@ -132,9 +133,10 @@ class OrtEngine:
 
     def _count_step(self, seconds: float) -> None:
         if self.stats.ort_steps == 0 and self.stats.pytorch_steps == 0:
-            self.stats.first_step_s = seconds
+            self.stats.first_forward_s = seconds
             self.stats.fallback = self._fallback_reason()
             self.stats.providers = self._providers()
+            self.stats.first_forward_phases_s = self._initialisation_phases()
             if self.stats.fallback:
                 logger.warning("ortnb: ONNX Runtime could not run %s; PyTorch runs it instead "
                                "(ort_fallback='allow'). Reason: %s", type(self.model).__name__, self.stats.fallback)
@@ -157,6 +159,21 @@ class OrtEngine:
         _, providers, _ = self._ort._torch_module._execution_manager(True)._get_session_config()
         return list(providers)
 
+    def _initialisation_phases(self) -> dict[str, float]:
+        """Where ORTModule's first forward went (its own TimeTracker; seconds per phase)."""
+        if self.stats.fallback:
+            return {}
+        try:
+            from onnxruntime.training.ortmodule._logger import ORTModuleInitPhase
+
+            tracker = self._ort._torch_module._execution_manager(True).time_tracker
+            durations = {phase: tracker._get_duration(phase) for phase in ORTModuleInitPhase}
+        except (AttributeError, ImportError):  # a different ORTModule layout: the total still stands
+            return {}
+        names = {ORTModuleInitPhase.EXPORT: "export", ORTModuleInitPhase.BUILD_GRAPH: "build_graph",
+                 ORTModuleInitPhase.CREATE_SESSION: "create_session", ORTModuleInitPhase.EndToEnd: "initialisation"}
+        return {name: round(durations[phase], 3) for phase, name in names.items() if durations[phase] >= 0}
+
     def _explain_failure(self, error: Exception) -> Exception:
         return OrtFallbackError(
             f"ONNX Runtime could not train {type(self.model).__name__}: {_short(error)}\n"
@@ -175,7 +192,8 @@ class OrtEngine:
             "graphs": self.graphs(),
             "ort_steps": self.stats.ort_steps,
             "pytorch_steps": self.stats.pytorch_steps,
-            "time_to_first_step_s": self.stats.first_step_s,
+            "first_forward_s": self.stats.first_forward_s,
+            "first_forward_phases_s": self.stats.first_forward_phases_s,
             "compat_fixes": ort_compat.applied_fixes(),
             "onnx_opset": self.options.opset,
             "memory_optimizer_level": self.options.memory_optimizer_level,

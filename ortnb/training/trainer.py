@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import platform
+import time
 
 import torch
 from transformers import Seq2SeqTrainer, Trainer, TrainerCallback
@@ -39,7 +40,9 @@ class _ORTTrainerMixin:
         self._ort_engine: ort_backend.OrtEngine | None = None
         self._attention_note: str | None = None
         self._switched_from: str | None = None  # the attention we replaced with eager, restored after train()
-        self.add_callback(_EngineReportCallback(self))
+        self.first_step_s: float | None = None  # the first optimizer step of train(), export and graph build included
+        # First in line, so that the other callbacks' step-end work is not counted in the first step.
+        self.callback_handler.callbacks.insert(0, _EngineReportCallback(self))
 
     # -- backend life cycle ---------------------------------------------------------------------
 
@@ -132,6 +135,7 @@ class _ORTTrainerMixin:
             "precision": "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32",
             "device": str(args.device),
             "world_size": _world_size(),
+            "time_to_first_step_s": self.first_step_s,
             "torch_version": torch.__version__,
             "transformers_version": _version("transformers"),
             "python": platform.python_version(),
@@ -154,13 +158,20 @@ class _ORTTrainerMixin:
 
 
 class _EngineReportCallback(TrainerCallback):
-    """Writes the engine report after the first optimizer step, so even a crashed run has one."""
+    """Times the first optimizer step (forward with ORT's export and graph build, backward, optimizer)
+    and writes the engine report right after it, so even a crashed run has one."""
 
     def __init__(self, trainer: _ORTTrainerMixin):
         self.trainer = trainer
+        self._started: float | None = None
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if self._started is None:
+            self._started = time.perf_counter()
 
     def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step == 1:
+        if self.trainer.first_step_s is None and self._started is not None:
+            self.trainer.first_step_s = time.perf_counter() - self._started
             self.trainer.write_engine_report()
 
 
