@@ -1,74 +1,154 @@
-"""ORTTrainer against plain transformers Trainer, and both against bare hand-written loops.
+"""ORTTrainer against plain transformers Trainer, ortnb's launched runner, and bare hand-written loops.
 
-Real MiniLM-L6 (sequence classification head), batch 16 x 128 tokens of Rotten Tomatoes snippets,
-fp32, CPU. Each measurement runs in a fresh process; the variants alternate over repeats
-(A B C D A B C D ...); the first WARMUP steps are excluded; medians of step times are reported,
-and every ratio compares medians from this one invocation.
+What: real MiniLM-L6 (sequence-classification head), batch 16 x 128 tokens of Rotten Tomatoes rows, fp32,
+CPU, seed 0. Five variants, each run in a fresh process, alternated over repeats (A B C D E A B C D E ...);
+the first WARMUP steps of each run are dropped; medians and interquartile ranges of step times are
+reported and every ratio compares medians from this one invocation (see harness.py).
 
-    python benchmarks/trainer_vs_ort.py --steps 30 --warmup 5 --repeats 3 --out benchmarks/results/trainer-vs-ort.json
+Why: the ratios of issue 6 (ORTTrainer vs Trainer, ORT vs eager), ortnb's own overhead over a bare ORT
+loop, the time to the first ORT step and what it is spent on, and a roofline: how far any engine could
+go on this machine at all.
+
+    python benchmarks/trainer_vs_ort.py --steps 25 --warmup 5 --repeats 2 --out benchmarks/results/trainer-vs-ort.json
 
 Variants:
-  trainer      transformers.Trainer, its default attention (sdpa), optim="adamw_torch", fp32
-  ortrainer    ortnb.ORTTrainer, backend="ort" (same arguments otherwise)
-  eager-loop   a bare loop: model(**batch).loss.backward(); AdamW.step(); zero_grad() (default attention)
-  ort-loop     the same bare loop around ORTModule (eager attention), through ortnb's compat layer
+  trainer      transformers.Trainer with ITS DEFAULTS: attention sdpa, optim = TrainingArguments' default
+               (adamw_torch_fused on torch >= 2.8), lr 5e-5, max_grad_norm 1.0, linear schedule, fp32.
+               No optim is passed; the optimizer it really used (trainer.args.optim) is recorded.
+  ortrainer    ortnb.ORTTrainer + ORTTrainingArguments, backend "ort", the same arguments (so the same
+               defaults); attention switched to eager (ORT cannot differentiate SDPA). Its engine report
+               must say engine == "onnxruntime"; time_to_first_step_s and first_forward_phases_s are kept.
+  launched     ortnb.launch(RunConfig(model="minilm", backend="ort", optim=<Trainer's default>, batch 16,
+               seq 128, fp32, 1 process, lr 5e-5, rotten_tomatoes)) exactly as a user would: supervisor and
+               worker processes, per-step metrics.jsonl records (logging every step), engine_report.json.
+               Step times are read from the metrics records; there a step is the interval between the ends
+               of two steps (it includes fetching the batch and ortnb's per-step logging), and the first
+               one starts at on_train_begin.
+  eager-loop   a bare loop doing Trainer's default math by hand: model(**batch).loss.backward();
+               clip_grad_norm_(params, 1.0); AdamW.step() (fused=True when Trainer's default is
+               adamw_torch_fused, torch's default implementation otherwise; lr 5e-5, weight_decay 0 as
+               Trainer's); linear LR schedule step; zero_grad(). Default attention (sdpa).
+  ort-loop     the same bare loop around ORTModule (eager attention), through ortnb's compat layer. If the
+               ORTModule fell back to PyTorch the run is marked and not counted as ORT.
+trainer/ortrainer step times run from on_step_begin to on_step_end (the batch already fetched), like the
+bare loops' forward-to-zero_grad; their end-to-end intervals (comparable with "launched") are kept as
+median_step_interval_s.
+
+Roofline (measured in this parent process before any variant runs): this machine's fp32 matmul peak
+(the best of 5 fresh ortnb.flops.measure_peak calls, not the cache), MiniLM's model FLOPs per step
+(ortnb.flops.flops_per_step), the lower bound on a step (FLOPs / peak), each variant's MFU, and
+max_speedup_vs_trainer_at_peak = median(trainer) / lower bound: the most any engine could gain over
+Trainer at 100% of the measured matmul peak.
+
+A variant that fails stops the run: the JSON is still written with the failure, its reason and stderr
+tail, and the script exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
+import shutil
 import statistics
-import subprocess
 import sys
+import tempfile
 import time
-from pathlib import Path
 
-VARIANTS = ("trainer", "ortrainer", "eager-loop", "ort-loop")
+import harness
 
-
-def _data(batch: int, seq: int, steps: int):
-    from ortnb import assets, data
-
-    model, tokenizer = assets.load_model("minilm", "sequence-classification")
-    train, _ = data.build("rotten_tomatoes", "sequence-classification", tokenizer, seq, train_samples=batch * steps)
-    return model, train.with_format("torch")
+VARIANTS = ("trainer", "ortrainer", "launched", "eager-loop", "ort-loop")
+ENGINE_FIELDS = ("engine", "fallback", "providers", "optimizer", "attention", "precision", "ort_steps",
+                 "pytorch_steps", "time_to_first_step_s", "first_forward_phases_s", "compat_fixes")
 
 
-def _trainer(variant: str, batch: int, steps: int, model, train) -> list[float]:
+# --- child side -----------------------------------------------------------------------------------
+
+
+def _trainer(variant: str, batch: int, seq: int, steps: int) -> dict:
     from transformers import Trainer, TrainerCallback, TrainingArguments
 
     from ortnb import ORTTrainer, ORTTrainingArguments
 
     class StepTimes(TrainerCallback):
         def __init__(self):
-            self.times, self.last = [], None
+            self.times, self.intervals, self.begin, self.last_end = [], [], None, None
+
+        def on_train_begin(self, *args, **kwargs):
+            self.last_end = time.perf_counter()
 
         def on_step_begin(self, *args, **kwargs):
-            self.last = time.perf_counter()
+            self.begin = time.perf_counter()
 
         def on_step_end(self, *args, **kwargs):
-            self.times.append(time.perf_counter() - self.last)
+            now = time.perf_counter()
+            self.times.append(now - self.begin)
+            self.intervals.append(now - self.last_end)
+            self.last_end = now
 
+    model, train = harness.load_workload(batch, seq, steps)
     timer = StepTimes()
-    common = dict(output_dir=f"/tmp/ortnb-bench-{variant}", max_steps=steps, per_device_train_batch_size=batch,
-                  optim="adamw_torch", report_to=[], save_strategy="no", disable_tqdm=True, logging_steps=10_000,
-                  dataloader_num_workers=0, use_cpu=True)
-    args_cls, trainer_cls = (TrainingArguments, Trainer) if variant == "trainer" else (ORTTrainingArguments,
-                                                                                      ORTTrainer)
+    output_dir = tempfile.mkdtemp(prefix=f"ortnb-bench-{variant}-")
+    # No optim, learning_rate or max_grad_norm: Trainer's defaults are what is being compared.
+    common = {"output_dir": output_dir, "max_steps": steps, "per_device_train_batch_size": batch, "report_to": [],
+              "save_strategy": "no", "disable_tqdm": True, "logging_steps": 10_000, "dataloader_num_workers": 0,
+              "use_cpu": True}
+    args_cls, trainer_cls = ((TrainingArguments, Trainer) if variant == "trainer"
+                             else (ORTTrainingArguments, ORTTrainer))
     trainer = trainer_cls(model=model, args=args_cls(**common), train_dataset=train, callbacks=[timer])
     trainer.train()
+    args = trainer.args
+    result = {"step_times": timer.times, "step_intervals": timer.intervals,
+              "optimizer": str(getattr(args.optim, "value", args.optim)), "learning_rate": args.learning_rate,
+              "max_grad_norm": args.max_grad_norm, "attention": model.config._attn_implementation,
+              "engine": "pytorch"}
     if variant == "ortrainer":
         report = trainer.engine_report()
-        assert report["engine"] == "onnxruntime", report
-        timer.first_step_s = report["time_to_first_step_s"]
-    return timer.times
+        assert report.get("engine") == "onnxruntime", f"ORTTrainer did not run ONNX Runtime: {report}"
+        result.update(engine=report["engine"], attention=report.get("attention"),
+                      engine_report={k: report.get(k) for k in ENGINE_FIELDS})
+    shutil.rmtree(output_dir, ignore_errors=True)
+    return result
 
 
-def _loop(variant: str, batch: int, steps: int, model, train) -> list[float]:
-    import torch
+def _launched(batch: int, seq: int, steps: int, warmup: int) -> dict:
+    from pathlib import Path
 
+    from ortnb import RunConfig, launch
+    from ortnb import metrics as run_metrics
+
+    defaults = harness.trainer_defaults()
+    output_dir = tempfile.mkdtemp(prefix="ortnb-bench-launched-")
+    cfg = RunConfig(model=harness.MODEL, task=harness.TASK, dataset=harness.DATASET, backend="ort",
+                    optim=defaults["optim"], precision="no", zero_stage=0, num_processes=1, batch_size=batch,
+                    seq_len=seq, max_steps=steps, learning_rate=defaults["learning_rate"], seed=harness.SEED,
+                    warmup_steps=min(warmup, steps - 1), eval_samples=0, threads=None, output_dir=output_dir,
+                    name="benchmark launched")
+    run = launch(cfg)
+    status = run.wait()
+    try:
+        if status != "completed":
+            raise RuntimeError(f"the launched run ended {status!r}: {run.error}")
+        records = run.records()
+        step_records = sorted(run_metrics.steps(records), key=lambda r: r["step"])
+        if [r["step"] for r in step_records] != list(range(1, steps + 1)):
+            raise RuntimeError(f"expected step records 1..{steps}, got {[r['step'] for r in step_records]}")
+        report_path = Path(run.run_dir) / "engine_report.json"
+        report = (json.loads(report_path.read_text()) if report_path.exists()
+                  else (run_metrics.events(records, "engine") or [{}])[-1])
+        assert report.get("engine") == "onnxruntime", f"the launched run did not run ONNX Runtime: {report}"
+        return {"step_times": [r["step_time"] for r in step_records], "optimizer": report.get("optimizer"),
+                "learning_rate": cfg.learning_rate, "engine": report["engine"], "attention": report.get("attention"),
+                "engine_report": {k: report.get(k) for k in ENGINE_FIELDS},
+                "engine_report_source": "engine_report.json" if report_path.exists() else "metrics engine event",
+                "config": cfg.to_dict(), "ortnb_mfu_median": run.summary().get("mfu")}
+    finally:
+        shutil.rmtree(output_dir, ignore_errors=True)
+
+
+def _loop(variant: str, batch: int, seq: int, steps: int) -> dict:
+    defaults = harness.trainer_defaults()
+    kind = harness.adamw_kind(defaults["optim"])
+    model, train = harness.load_workload(batch, seq, steps)
     if variant == "ort-loop":
         from ortnb.backends import ort_compat
 
@@ -79,33 +159,72 @@ def _loop(variant: str, batch: int, steps: int, model, train) -> list[float]:
     else:
         model.train()
         runner = model
-    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5)
-    times = []
-    for step in range(steps):
-        rows = train[step * batch:(step + 1) * batch]
-        inputs = {k: rows[k] for k in ("input_ids", "attention_mask", "token_type_ids", "labels") if k in rows}
-        started = time.perf_counter()
-        runner(**inputs).loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        times.append(time.perf_counter() - started)
-    return times
+    times = harness.bare_loop(runner, model, train, batch, steps, kind, defaults)
+    result = {"step_times": times, "optimizer": f"torch.optim.AdamW({kind}) = Trainer's {defaults['optim']}",
+              "learning_rate": defaults["learning_rate"], "max_grad_norm": defaults["max_grad_norm"],
+              "attention": model.config._attn_implementation, "engine": "pytorch"}
+    if variant == "ort-loop":
+        fallback = harness.ort_fallback(runner)
+        result.update(engine="pytorch" if fallback else "onnxruntime", fallback=fallback)
+        if fallback:
+            result["not_counted"] = f"ORTModule fell back to PyTorch: {fallback}"
+    return result
 
 
-def measure(variant: str, batch: int, seq: int, steps: int) -> dict:
+def measure(variant: str, batch: int, seq: int, steps: int, warmup: int) -> dict:
     import torch
 
-    model, train = _data(batch, seq, steps)
-    run = _trainer if variant in ("trainer", "ortrainer") else _loop
-    times = run(variant, batch, steps, model, train)
-    return {"variant": variant, "step_times": times, "threads": torch.get_num_threads()}
+    if variant in ("trainer", "ortrainer"):
+        result = _trainer(variant, batch, seq, steps)
+    elif variant == "launched":
+        result = _launched(batch, seq, steps, warmup)
+    else:
+        result = _loop(variant, batch, seq, steps)
+    return {"variant": variant, **result, "threads": torch.get_num_threads()}
+
+
+# --- parent side ----------------------------------------------------------------------------------
+
+
+def _first_step(outcome: harness.Outcome, variant: str) -> dict:
+    reports = [r.get("engine_report") or {} for r in outcome.results(variant)]
+    firsts = [r["time_to_first_step_s"] for r in reports if r.get("time_to_first_step_s") is not None]
+    phases = [r["first_forward_phases_s"] for r in reports if isinstance(r.get("first_forward_phases_s"), dict)]
+    names = sorted({name for p in phases for name in p})
+    return {"time_to_first_step_s": statistics.median(firsts) if firsts else None,
+            "first_forward_phases_s": ({n: statistics.median([p[n] for p in phases if p.get(n) is not None])
+                                     for n in names} if phases else None),
+            "runs": len(reports)}
+
+
+def _ratios(medians: dict) -> dict:
+    def have(*names):
+        return all(medians.get(n) for n in names)
+
+    ratios = {}
+    if have("ortrainer", "trainer"):
+        ratios["ortrainer_vs_trainer"] = medians["trainer"] / medians["ortrainer"]
+    if have("launched", "trainer"):
+        ratios["launched_vs_trainer"] = medians["trainer"] / medians["launched"]
+    if have("ortrainer", "eager-loop"):
+        ratios["ortrainer_vs_eager_loop"] = medians["eager-loop"] / medians["ortrainer"]
+    if have("ort-loop", "eager-loop"):
+        ratios["ort_loop_vs_eager_loop"] = medians["eager-loop"] / medians["ort-loop"]
+    if have("trainer", "eager-loop"):
+        ratios["trainer_overhead_vs_eager_loop"] = medians["trainer"] / medians["eager-loop"] - 1
+    # ortnb's overhead: what it costs over a bare ORTModule loop doing the same math.
+    if have("ortrainer", "ort-loop"):
+        ratios["ortrainer_overhead_vs_ort_loop"] = medians["ortrainer"] / medians["ort-loop"] - 1
+    if have("launched", "ort-loop"):
+        ratios["launched_overhead_vs_ort_loop"] = medians["launched"] / medians["ort-loop"] - 1
+    return ratios
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--steps", type=int, default=25)
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--variants", default=",".join(VARIANTS))
@@ -113,43 +232,62 @@ def main() -> None:
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: measure one variant in this process
     options = parser.parse_args()
     if options.one:
-        print(json.dumps(measure(options.one, options.batch, options.seq, options.steps)))
+        harness.emit(measure(options.one, options.batch, options.seq, options.steps, options.warmup))
         return
     variants = options.variants.split(",")
-    samples: dict[str, list[float]] = {v: [] for v in variants}
-    for _ in range(options.repeats):
-        for variant in variants:
-            command = [sys.executable, __file__, "--one", variant, "--steps", str(options.steps), "--batch",
-                       str(options.batch), "--seq", str(options.seq)]
-            done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-            if done.returncode:
-                sys.exit(f"{variant} failed:\n{done.stderr[-3000:]}")
-            result = json.loads(done.stdout.strip().splitlines()[-1])
-            samples[variant].extend(result["step_times"][options.warmup:])
-            print(f"{variant:>11}: median {statistics.median(result['step_times'][options.warmup:]) * 1000:.0f} ms/step",
-                  flush=True)
-    medians = {v: statistics.median(t) for v, t in samples.items()}
-    throughput = {v: options.batch / m for v, m in medians.items()}
-    ratios = {}
-    if {"ortrainer", "trainer"} <= set(medians):
-        ratios["ortrainer_vs_trainer"] = throughput["ortrainer"] / throughput["trainer"]
-    if {"ortrainer", "eager-loop"} <= set(medians):
-        ratios["ortrainer_vs_eager_loop"] = throughput["ortrainer"] / throughput["eager-loop"]
-    if {"ort-loop", "eager-loop"} <= set(medians):
-        ratios["ort_loop_vs_eager_loop"] = throughput["ort-loop"] / throughput["eager-loop"]
-    if {"ortrainer", "ort-loop"} <= set(medians):
-        ratios["ortrainer_overhead_vs_ort_loop"] = medians["ortrainer"] / medians["ort-loop"] - 1
-    result = {"command": "python " + " ".join(sys.argv), "batch": options.batch, "seq": options.seq,
-              "steps": options.steps, "warmup": options.warmup, "repeats": options.repeats,
-              "median_step_s": medians, "samples_per_s": throughput, "ratios": ratios,
-              "iqr_step_s": {v: (statistics.quantiles(t, n=4)[2] - statistics.quantiles(t, n=4)[0]) for v, t in
-                             samples.items() if len(t) >= 4}}
-    from ortnb.report import machine, versions
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown:
+        parser.error(f"unknown variant(s) {unknown}; known: {', '.join(VARIANTS)}")
+    if options.steps <= options.warmup:
+        parser.error("--steps must exceed --warmup")
 
-    result.update(machine=machine(), versions=versions())
-    Path(options.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(options.out).write_text(json.dumps(result, indent=2))
-    print(json.dumps({"samples_per_s": throughput, "ratios": ratios}, indent=2))
+    roof = harness.roofline(options.batch, options.seq)
+    print(f"roofline: {roof['flops_per_step'] / 1e9:.1f} GFLOP/step, fp32 matmul peak "
+          f"{roof['peak_flops'] / 1e9:.1f} GFLOP/s -> at least {roof['lower_bound_step_s'] * 1000:.0f} ms/step",
+          flush=True)
+
+    def command_for(variant: str) -> list[str]:
+        return [sys.executable, __file__, "--one", variant, "--steps", str(options.steps), "--warmup",
+                str(options.warmup), "--batch", str(options.batch), "--seq", str(options.seq)]
+
+    outcome = harness.alternate(variants, options.repeats, command_for, options.warmup, stop_on_failure=True)
+
+    stats = {v: harness.summary(outcome.times[v]) for v in variants}
+    medians = {v: s["median_s"] for v, s in stats.items() if s["median_s"]}
+    intervals = {}  # end-to-end step intervals: "launched" measures only these
+    for variant in ("trainer", "ortrainer", "launched"):
+        kept = [t for r in outcome.results(variant) for t in r.get("step_intervals", r["step_times"])[options.warmup:]]
+        if kept:
+            intervals[variant] = statistics.median(kept)
+    ratios = _ratios(medians)
+    roof["mfu"] = {v: harness.mfu(roof, m) for v, m in medians.items()}
+    if medians.get("trainer"):
+        roof["max_speedup_vs_trainer_at_peak"] = medians["trainer"] / roof["lower_bound_step_s"]
+    result = {
+        "command": "python " + " ".join(sys.argv), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "model": harness.MODEL, "dataset": harness.DATASET, "batch": options.batch, "seq": options.seq,
+        "steps": options.steps, "warmup": options.warmup, "repeats": options.repeats, "variants": variants,
+        "median_step_s": medians, "iqr_step_s": {v: s["iqr_s"] for v, s in stats.items()},
+        "steps_measured": {v: s["n"] for v, s in stats.items()},
+        "samples_per_s": {v: options.batch / m for v, m in medians.items()},
+        "median_step_interval_s": intervals,
+        "ratios": ratios,
+        "optimizer": {v: sorted({str(r.get("optimizer")) for r in outcome.results(v)}) for v in variants},
+        "engine": {v: sorted({str(r.get("engine")) for r in outcome.results(v)}) for v in variants},
+        "first_step": {v: _first_step(outcome, v) for v in ("ortrainer", "launched") if v in variants},
+        "first_step_s": {v: [r["step_times"][0] for r in outcome.results(v)] for v in variants},
+        "roofline": roof,
+        "failures": outcome.failures(), "aborted": outcome.aborted,
+        "runs": outcome.runs,
+    }
+    harness.write(options.out, result)
+    print(json.dumps({"samples_per_s": result["samples_per_s"], "ratios": ratios,
+                      "optimizer": result["optimizer"], "first_step": result["first_step"],
+                      "roofline": {k: roof[k] for k in ("flops_per_step", "peak_flops", "lower_bound_step_s", "mfu",
+                                                        "max_speedup_vs_trainer_at_peak") if k in roof},
+                      "failures": {v: [f["reason"] for f in fs] for v, fs in result["failures"].items()}}, indent=2))
+    if outcome.aborted:
+        sys.exit(f"aborted: {outcome.aborted}")
 
 
 if __name__ == "__main__":
