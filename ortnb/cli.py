@@ -119,20 +119,68 @@ def load_configs(path: str) -> list:
     return [RunConfig.from_dict(item) for item in items]
 
 
+def parse_vary(specs: list[str]) -> dict[str, list]:
+    """``["backend=eager,ort", "batch_size=8,16"]`` -> ``{"backend": ["eager", "ort"], "batch_size": [8, 16]}``,
+    each value converted to its RunConfig field's type; every problem reported at once as a ConfigError."""
+    import dataclasses
+
+    from .config import RunConfig
+    from .errors import ConfigError
+
+    kinds = {f.name: str(f.type) for f in dataclasses.fields(RunConfig)}
+    choices: dict[str, list] = {}
+    problems = []
+    for spec in specs:
+        name, sep, values = spec.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or not values.strip():
+            problems.append(f"--vary {spec!r}: write FIELD=VALUE1,VALUE2, for example --vary backend=eager,ort.")
+        elif name not in kinds:
+            problems.append(f"--vary {spec!r}: {name} is not a RunConfig field; known: {', '.join(kinds)}.")
+        elif name in choices:
+            problems.append(f"--vary {name} is given twice; list all its values in one --vary {name}=A,B.")
+        else:
+            try:
+                choices[name] = [_field_value(kinds[name], text.strip()) for text in values.split(",")]
+            except ValueError:
+                problems.append(f"--vary {spec!r}: {name} takes {kinds[name]} values.")
+    if problems:
+        raise ConfigError(problems)
+    return choices
+
+
+def _field_value(kind: str, text: str):
+    if text.lower() == "none" and "None" in kind:
+        return None
+    if kind.startswith("int"):
+        return int(text)
+    if kind.startswith("float"):
+        return float(text)
+    return text
+
+
 def cmd_compare(options: argparse.Namespace) -> int:
     """Compare configurations in fresh runs; print the table, write report.html and results.json."""
     from . import report
-    from .comparison import compare, describe_best
+    from .comparison import compare, describe_best, grid
     from .config import RunConfig
     from .errors import ConfigError
 
     base = RunConfig(model=options.model, dataset=options.dataset, batch_size=options.batch_size,
                      seq_len=options.seq_len, max_steps=options.steps, warmup_steps=options.warmup,
                      output_dir=options.runs)
-    if options.config:
-        configs = [c.replace(output_dir=options.runs) for c in load_configs(options.config)]
-    else:
-        configs = report.optimum_preset(base)
+    try:
+        if options.config and options.vary:
+            raise ConfigError("--config and --vary both say which configurations to run; use one of them.")
+        if options.config:
+            configs = [c.replace(output_dir=options.runs) for c in load_configs(options.config)]
+        elif options.vary:
+            configs = grid(base, parse_vary(options.vary))
+        else:
+            configs = report.optimum_preset(base)
+    except ConfigError as error:
+        print(f"ortnb compare: {error}", file=sys.stderr)
+        return 2
     runs: list[list[dict]] = [[] for _ in configs]
 
     def remember(run):
@@ -173,6 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
                               "ORT + fused Adam + ZeRO-1 over 2 processes, and eager bf16 and torch.compile where "
                               "this machine supports them.")
     cmp.add_argument("--config", help="JSON/YAML file with a list of RunConfigs (instead of the preset)")
+    cmp.add_argument("--vary", action="append", default=[], metavar="FIELD=A,B",
+                     help="compare every combination of these RunConfig values instead of the preset; repeatable, "
+                          "e.g. --vary backend=eager,ort --vary optim=adamw_torch,adamw_torch_fused")
     cmp.add_argument("--model", default="minilm")
     cmp.add_argument("--dataset", default="rotten_tomatoes")
     cmp.add_argument("--batch-size", type=int, default=16)

@@ -9,10 +9,11 @@ engine column says what really ran (an ORT run that fell back to PyTorch shows `
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from typing import Callable
 
-from .config import RunConfig
+from .config import RunConfig, fields
 from .errors import ConfigError
 from .runner import Run, launch
 from .validation import validate
@@ -47,6 +48,27 @@ def check_comparable(configs: list[RunConfig]) -> None:
         problems.append(f"two configurations share a label ({labels}); give them distinct `name`s.")
     if problems:
         raise ConfigError(problems)
+
+
+LABELLED = ("backend", "optim", "precision", "zero_stage", "num_processes")  # fields RunConfig.label shows
+
+
+def grid(base: RunConfig, choices: dict[str, list]) -> list[RunConfig]:
+    """Every combination of ``choices`` (field -> values) applied to ``base``, in order, the first value of each
+    field first. Fields the automatic label does not show are named in the label (``batch_size=32``)."""
+    unknown = sorted(set(choices) - set(fields()))
+    if unknown:
+        raise ConfigError([f"{name} is not a RunConfig field; known: {', '.join(fields())}." for name in unknown])
+    empty = [name for name, values in choices.items() if not values]
+    if empty:
+        raise ConfigError([f"{name} has no values to compare; give at least one." for name in empty])
+    configs = []
+    for values in itertools.product(*choices.values()):
+        changes = dict(zip(choices, values))
+        config = base.replace(**changes)
+        shown = [f"{k}={v}" for k, v in changes.items() if k not in LABELLED and len(choices[k]) > 1]
+        configs.append(config.replace(name=f"{config.label} ({', '.join(shown)})") if shown else config)
+    return configs
 
 
 def compare(configs: list[RunConfig], baseline: int = 0, repeats: int = 1,

@@ -6,9 +6,12 @@ import dataclasses
 import json
 
 import pandas as pd
+import pytest
 
-from ortnb import report
-from ortnb.comparison import best, describe_best
+from ortnb import cli, report
+from ortnb.cli import parse_vary
+from ortnb.comparison import best, describe_best, grid
+from ortnb.errors import ConfigError
 from ortnb.config import RunConfig
 
 from .test_validate import BARE, CPU
@@ -61,3 +64,35 @@ def test_report_files_are_self_contained(tmp_path):
     page = html_path.read_text()
     assert 'src="https://cdn.plot.ly' not in page and "plotly.js" in page  # plotly inlined: works offline
     assert "1.55x" in page and "ORT + fused Adam" in page
+
+
+def test_vary_flags_become_typed_choices():
+    assert parse_vary(["backend=eager,ort", "batch-size=8, 16", "threads=none,2", "learning_rate=1e-4"]) == {
+        "backend": ["eager", "ort"], "batch_size": [8, 16], "threads": [None, 2], "learning_rate": [1e-4]}
+
+
+def test_bad_vary_flags_are_all_reported():
+    with pytest.raises(ConfigError) as raised:
+        parse_vary(["backend", "colour=red", "batch_size=big", "optim=adamw_torch", "optim=adamw_torch_fused"])
+    problems = raised.value.problems
+    assert len(problems) == 4
+    assert "write FIELD=VALUE1,VALUE2" in problems[0] and "colour is not a RunConfig field" in problems[1]
+    assert "batch_size takes int values" in problems[2] and "optim is given twice" in problems[3]
+
+
+def test_grid_is_every_combination_with_distinct_labels():
+    configs = grid(RunConfig(), {"backend": ["eager", "ort"], "batch_size": [8, 16]})
+    assert [(c.backend, c.batch_size) for c in configs] == [("eager", 8), ("eager", 16), ("ort", 8), ("ort", 16)]
+    assert [c.label for c in configs] == ["eager + AdamW (batch_size=8)", "eager + AdamW (batch_size=16)",
+                                          "ort + AdamW (batch_size=8)", "ort + AdamW (batch_size=16)"]
+    with pytest.raises(ConfigError, match="colour is not a RunConfig field"):
+        grid(RunConfig(), {"colour": ["red"]})
+
+
+def test_compare_cli_refuses_bad_grids_before_any_run(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    assert cli.main(["compare", "--vary", "seq_len=64,128", "--runs", str(runs), "--out", str(tmp_path)]) == 2
+    assert "seq_len differs between the configurations" in capsys.readouterr().err
+    assert cli.main(["compare", "--vary", "backend=ort", "--config", "x.json", "--runs", str(runs)]) == 2
+    assert "use one of them" in capsys.readouterr().err
+    assert not runs.exists()
