@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Regenerate every recorded measurement in benchmarks/results/ (run on a quiet machine: nothing else
-# running; about 45 minutes on 2 CPU cores). Uses the project's .venv.
+# running; about 55 minutes on 2 CPU cores). Uses the project's .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 rm -f "${ORTNB_CACHE:-$HOME/.cache/ortnb}/peak.json"   # re-measure this machine's matmul peak for ortnb's own MFU
 runs="$(mktemp -d)"
-# 5 variants x 2 repeats, alternated; the roofline's peak is measured fresh in the script itself.
-python benchmarks/trainer_vs_ort.py --steps 25 --warmup 5 --repeats 2 --out benchmarks/results/trainer-vs-ort.json
+# 5 variants x 3 repeats, alternated; the roofline's peak is measured fresh in the script itself.
+python benchmarks/trainer_vs_ort.py --steps 25 --warmup 5 --repeats 3 --out benchmarks/results/trainer-vs-ort.json
 # 12 levers x 1 repeat; a lever that fails is recorded in the JSON and the others still run.
 python benchmarks/ort_levers.py --steps 20 --warmup 5 --repeats 1 --out benchmarks/results/ort-levers.json
 ortnb compare --steps 30 --warmup 5 --repeats 1 --runs "$runs" --out benchmarks/results/optimum-preset
