@@ -30,8 +30,10 @@ def machine_facts() -> dict:
     import torch
 
     from .backends import ort_extensions
+    from .hardware import cpu_info
 
     facts = {
+        "cpu": cpu_info().signature,
         "python": sys.version.split()[0],
         "torch": torch.__version__,
         "cuda": torch.cuda.is_available(),

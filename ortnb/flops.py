@@ -41,9 +41,10 @@ def flops_per_step(model, batch_size: int, seq_len: int, num_processes: int = 1)
 def _machine_key(dtype: str, threads: int) -> str:
     import torch
 
-    from .hardware import cpu_name
+    from .hardware import cpu_info
 
-    device = torch.cuda.get_device_name() if torch.cuda.is_available() else cpu_name()
+    # The full signature, not the bare name: a VM named "AMD EPYC" may land on a host of another generation.
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else cpu_info().signature
     return f"{device}|torch {torch.__version__}|{dtype}|{threads} threads"
 
 

@@ -68,22 +68,52 @@ def _module_available(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
-def cpu_name() -> str:
-    """The CPU's model name (for reports and the peak-FLOPs cache key)."""
+# The instruction sets that decide matmul speed; two CPUs with one model name can differ in them
+# (cloud VMs report "AMD EPYC" for Zen 3 and Zen 4 hosts alike).
+MATMUL_ISA = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16")
+
+
+@dataclass(frozen=True)
+class CpuInfo:
+    name: str
+    family: str | None = None
+    model: str | None = None
+    isa: tuple[str, ...] = ()
+
+    @property
+    def signature(self) -> str:
+        """``AMD EPYC (family 25 model 17; avx2 avx512f avx512_bf16)``: what tells two hosts apart."""
+        generation = f"family {self.family} model {self.model}" if self.family and self.model else None
+        details = "; ".join(part for part in (generation, " ".join(self.isa)) if part)
+        return f"{self.name} ({details})" if details else self.name
+
+
+def parse_cpuinfo(text: str, fallback: str = "unknown CPU") -> CpuInfo:
+    """The first processor of a /proc/cpuinfo text."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if fields:
+                break  # one processor is enough: the others are the same
+            continue
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    flags = set(fields.get("flags", "").split())
+    return CpuInfo(name=fields.get("model name") or fallback, family=fields.get("cpu family"),
+                   model=fields.get("model"), isa=tuple(flag for flag in MATMUL_ISA if flag in flags))
+
+
+@functools.cache
+def cpu_info() -> CpuInfo:
     import platform
 
+    fallback = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as handle:
-            found = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")), None)
+            return parse_cpuinfo(handle.read(), fallback)
     except OSError:
-        found = None
-    return found or platform.processor() or platform.machine()
+        return CpuInfo(name=fallback)
 
 
 def _cpu_has_bf16() -> bool:
-    try:
-        with open("/proc/cpuinfo") as handle:
-            flags = next((line for line in handle if line.startswith("flags")), "")
-    except OSError:
-        return False
-    return any(flag in flags.split() for flag in ("avx512_bf16", "amx_bf16"))
+    return any(flag in cpu_info().isa for flag in ("avx512_bf16", "amx_bf16"))

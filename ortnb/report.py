@@ -9,7 +9,7 @@ import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from .hardware import Capabilities, capabilities, cpu_name
+from .hardware import Capabilities, capabilities, cpu_info
 from .config import RunConfig
 
 METHOD = (
@@ -60,7 +60,9 @@ def versions() -> dict:
 
 def machine() -> dict:
     caps = capabilities()
-    return {"cpu": cpu_name(), "cores": caps.cpu_cores, "cuda": caps.cuda, "bf16_cpu_native": caps.bf16_cpu_native}
+    cpu = cpu_info()
+    return {"cpu": cpu.name, "cpu_signature": cpu.signature, "cores": caps.cpu_cores, "cuda": caps.cuda,
+            "bf16_cpu_native": caps.bf16_cpu_native}
 
 
 def results(table, configs: list[RunConfig], command: str, runs: list[list[dict]] | None = None) -> dict:

@@ -12,6 +12,7 @@ from ortnb import cli, report
 from ortnb.cli import parse_vary
 from ortnb.comparison import best, describe_best, grid
 from ortnb.errors import ConfigError
+from ortnb.hardware import parse_cpuinfo
 from ortnb.config import RunConfig
 
 from .test_validate import BARE, CPU
@@ -96,3 +97,16 @@ def test_compare_cli_refuses_bad_grids_before_any_run(tmp_path, capsys):
     assert cli.main(["compare", "--vary", "backend=ort", "--config", "x.json", "--runs", str(runs)]) == 2
     assert "use one of them" in capsys.readouterr().err
     assert not runs.exists()
+
+
+ZEN3 = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse avx2 fma\n\nprocessor\t: 1\nmodel name\t: other\n"
+ZEN4 = "processor\t: 0\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\nflags\t\t: avx2 avx512f avx512_vnni avx512_bf16 avx512bw\n"
+
+
+def test_cpus_with_one_name_get_distinct_signatures():
+    # Cloud VMs call Zen 3 and Zen 4 hosts both "AMD EPYC"; their matmul peaks differ, so must their cache keys.
+    zen3, zen4 = parse_cpuinfo(ZEN3), parse_cpuinfo(ZEN4)
+    assert zen3.name == zen4.name == "AMD EPYC"
+    assert zen3.signature == "AMD EPYC (family 25 model 1; avx2)"
+    assert zen4.signature == "AMD EPYC (family 25 model 17; avx2 avx512f avx512_vnni avx512_bf16)"
+    assert parse_cpuinfo("", fallback="aarch64").signature == "aarch64"
