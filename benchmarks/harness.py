@@ -176,6 +176,28 @@ def mfu(roof: dict, step_s: float | None) -> float | None:
     return roof["flops_per_step"] / step_s / roof["peak_flops"] if step_s else None
 
 
+def announce(roof: dict) -> None:
+    print(f"roofline: {roof['flops_per_step'] / 1e9:.1f} GFLOP/step, fp32 matmul peak "
+          f"{roof['peak_flops'] / 1e9:.1f} GFLOP/s -> at least {roof['lower_bound_step_s'] * 1000:.0f} ms/step",
+          flush=True)
+
+
+def record(options, kind: str, names: list[str], outcome: "Outcome") -> tuple[dict, dict]:
+    """The part of a results file both scripts share: what ran, how, and each variant's step statistics.
+    Returns the record and the medians (seconds, variants that measured any step)."""
+    stats = {name: summary(outcome.times[name]) for name in names}
+    medians = {name: s["median_s"] for name, s in stats.items() if s["median_s"]}
+    head = {
+        "command": "python " + " ".join(sys.argv), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "model": MODEL, "dataset": DATASET, "batch": options.batch, "seq": options.seq,
+        "steps": options.steps, "warmup": options.warmup, "repeats": options.repeats, kind: names,
+        "median_step_s": medians, "iqr_step_s": {name: s["iqr_s"] for name, s in stats.items()},
+        "steps_measured": {name: s["n"] for name, s in stats.items()},
+        "samples_per_s": {name: options.batch / m for name, m in medians.items()},
+    }
+    return head, medians
+
+
 # --- the workload and the bare loop (child side) ------------------------------------------------------
 
 

@@ -56,7 +56,6 @@ import inspect
 import json
 import os
 import sys
-import time
 
 import harness
 
@@ -263,9 +262,7 @@ def main() -> None:
         parser.error("--steps must exceed --warmup")
 
     roof = harness.roofline(options.batch, options.seq)
-    print(f"roofline: {roof['flops_per_step'] / 1e9:.1f} GFLOP/step, fp32 matmul peak "
-          f"{roof['peak_flops'] / 1e9:.1f} GFLOP/s -> at least {roof['lower_bound_step_s'] * 1000:.0f} ms/step",
-          flush=True)
+    harness.announce(roof)
     import onnxruntime
 
     providers = onnxruntime.get_available_providers()
@@ -277,16 +274,9 @@ def main() -> None:
 
     outcome = harness.alternate(levers, options.repeats, command_for, options.warmup,
                                 env_for=lambda lever: ENVIRONMENT.get(lever))
-    stats = {lever: harness.summary(outcome.times[lever]) for lever in levers}
-    medians = {lever: s["median_s"] for lever, s in stats.items() if s["median_s"]}
+    result, medians = harness.record(options, "levers", levers, outcome)
     base = medians.get("default")
-    result = {
-        "command": "python " + " ".join(sys.argv), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "model": harness.MODEL, "dataset": harness.DATASET, "batch": options.batch, "seq": options.seq,
-        "steps": options.steps, "warmup": options.warmup, "repeats": options.repeats, "levers": levers,
-        "median_step_s": medians, "iqr_step_s": {lever: s["iqr_s"] for lever, s in stats.items()},
-        "steps_measured": {lever: s["n"] for lever, s in stats.items()},
-        "samples_per_s": {lever: options.batch / m for lever, m in medians.items()},
+    result.update({
         "speedup_vs_default": {lever: base / m for lever, m in medians.items()} if base else {},
         "mfu": {lever: harness.mfu(roof, m) for lever, m in medians.items()},
         "roofline": roof,
@@ -296,7 +286,7 @@ def main() -> None:
         "engine": {lever: sorted({r["engine"] for r in outcome.results(lever)}) for lever in levers},
         "failures": outcome.failures(),
         "runs": outcome.runs,
-    }
+    })
     harness.write(options.out, result)
     print(json.dumps({"speedup_vs_default": result["speedup_vs_default"], "mfu": result["mfu"],
                       "available_providers": providers, "not_available": unavailable,

@@ -242,9 +242,7 @@ def main() -> None:
         parser.error("--steps must exceed --warmup")
 
     roof = harness.roofline(options.batch, options.seq)
-    print(f"roofline: {roof['flops_per_step'] / 1e9:.1f} GFLOP/step, fp32 matmul peak "
-          f"{roof['peak_flops'] / 1e9:.1f} GFLOP/s -> at least {roof['lower_bound_step_s'] * 1000:.0f} ms/step",
-          flush=True)
+    harness.announce(roof)
 
     def command_for(variant: str) -> list[str]:
         return [sys.executable, __file__, "--one", variant, "--steps", str(options.steps), "--warmup",
@@ -252,8 +250,7 @@ def main() -> None:
 
     outcome = harness.alternate(variants, options.repeats, command_for, options.warmup, stop_on_failure=True)
 
-    stats = {v: harness.summary(outcome.times[v]) for v in variants}
-    medians = {v: s["median_s"] for v, s in stats.items() if s["median_s"]}
+    result, medians = harness.record(options, "variants", variants, outcome)
     intervals = {}  # end-to-end step intervals: "launched" measures only these
     for variant in ("trainer", "ortrainer", "launched"):
         kept = [t for r in outcome.results(variant) for t in r.get("step_intervals", r["step_times"])[options.warmup:]]
@@ -263,13 +260,7 @@ def main() -> None:
     roof["mfu"] = {v: harness.mfu(roof, m) for v, m in medians.items()}
     if medians.get("trainer"):
         roof["max_speedup_vs_trainer_at_peak"] = medians["trainer"] / roof["lower_bound_step_s"]
-    result = {
-        "command": "python " + " ".join(sys.argv), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "model": harness.MODEL, "dataset": harness.DATASET, "batch": options.batch, "seq": options.seq,
-        "steps": options.steps, "warmup": options.warmup, "repeats": options.repeats, "variants": variants,
-        "median_step_s": medians, "iqr_step_s": {v: s["iqr_s"] for v, s in stats.items()},
-        "steps_measured": {v: s["n"] for v, s in stats.items()},
-        "samples_per_s": {v: options.batch / m for v, m in medians.items()},
+    result.update({
         "median_step_interval_s": intervals,
         "ratios": ratios,
         "optimizer": {v: sorted({str(r.get("optimizer")) for r in outcome.results(v)}) for v in variants},
@@ -279,7 +270,7 @@ def main() -> None:
         "roofline": roof,
         "failures": outcome.failures(), "aborted": outcome.aborted,
         "runs": outcome.runs,
-    }
+    })
     harness.write(options.out, result)
     print(json.dumps({"samples_per_s": result["samples_per_s"], "ratios": ratios,
                       "optimizer": result["optimizer"], "first_step": result["first_step"],

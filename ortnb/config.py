@@ -9,7 +9,7 @@ import functools
 import inspect
 import json
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import Any

@@ -265,7 +265,7 @@ def load_ortmodule(skip: frozenset[str] = frozenset()):
         if _applied is None:
             require_ort_training("The ORT backend")
             applied = [fix.name for fix in FIXES if fix.before_import and fix.name not in skip and _apply(fix)]
-            ortmodule = importlib.import_module(ORTMODULE)
+            importlib.import_module(ORTMODULE)  # the import the fixes before it prepare for
             applied += [fix.name for fix in FIXES if not fix.before_import and fix.name not in skip and _apply(fix)]
             _applied = applied
         return sys.modules[ORTMODULE]
