@@ -31,6 +31,8 @@ Levers:
   no-spinning        session config "session.intra_op.allow_spinning" = "0": ORT's pool threads sleep
                      instead of spinning between ops
   denormal-zero      session config "session.set_denormal_as_zero" = "1" (flush-to-zero, denormals-are-zero)
+  dynamic-block      session config "session.dynamic_block_base" = "4": the intra-op pool splits parallel
+                     loops into shrinking blocks for load balancing, instead of fixed ones
   opt-basic          SessionOptions.graph_optimization_level = ORT_ENABLE_BASIC (default ORT_ENABLE_ALL)
   opt-extended       SessionOptions.graph_optimization_level = ORT_ENABLE_EXTENDED
   omp-passive        OMP_WAIT_POLICY=PASSIVE in that process's environment (set before torch is imported):
@@ -60,9 +62,10 @@ import sys
 import harness
 
 LEVERS = ("default", "threads-1", "mem-pattern", "memopt-1", "no-compute-opt", "module-with-loss", "foreach-adamw",
-          "no-spinning", "denormal-zero", "opt-basic", "opt-extended", "omp-passive")
+          "no-spinning", "denormal-zero", "dynamic-block", "opt-basic", "opt-extended", "omp-passive")
 CONFIG_ENTRIES = {"no-spinning": ("session.intra_op.allow_spinning", "0"),
-                  "denormal-zero": ("session.set_denormal_as_zero", "1")}
+                  "denormal-zero": ("session.set_denormal_as_zero", "1"),
+                  "dynamic-block": ("session.dynamic_block_base", "4")}
 OPTIMIZATION_LEVELS = {"opt-basic": "ORT_ENABLE_BASIC", "opt-extended": "ORT_ENABLE_EXTENDED"}
 ENVIRONMENT = {"omp-passive": {"OMP_WAIT_POLICY": "PASSIVE"}}
 RUNTIME_OPTIONS = {"memopt-1": {"memory_optimization_level": 1},
