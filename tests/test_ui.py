@@ -43,7 +43,7 @@ def test_live_chart_adds_then_updates_traces_with_the_engine_in_the_legend():
     chart.add_run("b", "eager + AdamW")
     new, changed = chart.updates("a", STEPS[:1], None)
     assert [t["name"] for t in new if t["showlegend"]] == ["ort + AdamW [engine ?]"]
-    assert {t["row"] for t in new} == {1, 2, 3, 4} and changed == []
+    assert {(t["row"], t["col"]) for t in new} == {(1, 1), (1, 2), (2, 1), (2, 2)} and changed == []  # 2x2 grid
     new, changed = chart.updates("a", STEPS, "onnxruntime")
     assert new == [] and len(changed) == 5
     assert changed[0] == {"index": 0, "x": [1, 2], "y": [10.0, 20.0], "name": "ort + AdamW [onnxruntime]",
@@ -55,9 +55,19 @@ def test_live_chart_adds_then_updates_traces_with_the_engine_in_the_legend():
 def test_comparison_bars_write_the_speedup_on_each_bar():
     table = pd.DataFrame({"label": ["eager + AdamW", "ort + AdamW"], "engine": ["pytorch", "onnxruntime"],
                           "samples_per_s": [40.0, 60.0], "spread": [2.0, 4.0], "speedup": [1.0, 1.5]})
-    bars = charts.comparison_bars(table)
+    bars = charts.comparison_bars(charts.bars_from_table(table))
     assert bars == {"x": ["eager + AdamW<br>[pytorch]", "ort + AdamW<br>[onnxruntime]"], "y": [40.0, 60.0],
-                    "text": ["1.00x", "1.50x"], "error_y": [1.0, 2.0]}
+                    "text": ["1.00x", "1.50x"], "error_y": [1.0, 2.0], "colours": charts.PALETTE[:2],
+                    "patterns": ["", ""]}
+
+
+def test_warmup_band_on_every_panel_and_a_hint_while_empty():
+    assert [a["text"] for a in charts.live_layout(5, empty=True)["annotations"]] == [charts.EMPTY_HINT]
+    shapes = charts.live_layout(5, empty=False)["shapes"]
+    assert [(s["xref"], s["x0"], s["x1"]) for s in shapes] == [("x", 0.5, 5.5), ("x2", 0.5, 5.5), ("x3", 0.5, 5.5),
+                                                               ("x4", 0.5, 5.5)]
+    figure = charts.live_figure()
+    assert figure.layout.width is None and figure.layout.autosize is True  # follows its container
 
 
 def test_compare_table_ratios_and_engines():
@@ -93,7 +103,7 @@ def test_disabled_states_come_from_validate():
     tooltips = form.option_tooltips(table)
     assert tooltips["backend"] == ["PyTorch (eager)", "ONNX Runtime", "torch.compile"]
     assert tooltips["precision"][0] == "fp32"
-    assert tooltips["precision"][1].startswith("unavailable here: bf16 with backend='ort' needs the CUDA")
+    assert tooltips["precision"][1].startswith("unavailable here: bf16 with ONNX Runtime needs the CUDA")
     assert form.unavailable(table)["optim"] == ["adamw_ort_fused"]
     assert form.unavailable(table)["zero_stage"] == [1, 2]
 
@@ -103,7 +113,7 @@ def test_problems_html_names_field_and_fix():
 
     assert "ready to run" in form.problems_html([])
     text = form.problems_html([Problem("precision", "bf16 with backend='ort' needs ...")])
-    assert "<b>precision</b>" in text and "backend=&#x27;ort&#x27;" in text
+    assert "<b>precision</b>: bf16 with ONNX Runtime needs" in text  # the form's words, not field values
 
 
 def test_throttle_with_an_injected_clock():
@@ -117,10 +127,10 @@ def test_throttle_with_an_injected_clock():
 
 
 class FakeRun:
-    def __init__(self, records, status="running", label="ort + AdamW"):
+    def __init__(self, records, status="running", label="ort + AdamW", run_dir=None):
         self._records, self._status = records, status
         self.config = RunConfig(name=label, max_steps=10)
-        self.run_dir = f"/runs/{label}"
+        self.run_dir = run_dir or f"/runs/{label}"
         self.error = "RuntimeError: boom\nTraceback ..." if status == "failed" else None
 
     def records(self):
@@ -138,6 +148,15 @@ class FakeRun:
     def done(self):
         return self._status in ("completed", "stopped", "failed")
 
+    def summary(self):
+        speeds = [r["samples_per_s"] for r in self._records if r.get("kind") == "step"]
+        return {"label": self.config.label, "status": self._status, "run_dir": self.run_dir, "engine": None,
+                "steps_measured": len(speeds), "samples_per_s": sorted(speeds)[len(speeds) // 2] if speeds else None,
+                "samples_per_s_iqr": 1.0 if speeds else None}
+
+    def stop(self):
+        self._status = "stopped"
+
 
 @pytest.fixture
 def widget_dashboard(monkeypatch):
@@ -153,8 +172,8 @@ def widget_dashboard(monkeypatch):
 def test_dashboard_redraws_at_most_twice_a_second_in_batches(widget_dashboard):
     dashboard, clock = widget_dashboard
     run = FakeRun(list(STEPS[:1]))
-    dashboard.runs.append(run)
-    dashboard.chart.add_run(run.run_dir, run.config.label)
+    dashboard.track(run)
+    clock.now += 0.5
     assert dashboard.refresh() is True
     assert len(dashboard.figure.data) == 5 and list(dashboard.figure.data[0].y) == [10.0]
     assert dashboard.refresh() is False  # no news
@@ -170,8 +189,7 @@ def test_dashboard_redraws_at_most_twice_a_second_in_batches(widget_dashboard):
 def test_failed_run_shows_failed_with_the_error_and_the_panel_stays_usable(widget_dashboard):
     dashboard, _ = widget_dashboard
     run = FakeRun(list(STEPS), status="failed")
-    dashboard.runs.append(run)
-    dashboard.chart.add_run(run.run_dir, run.config.label)
+    dashboard.track(run)
     dashboard.refresh(force=True)
     assert "failed" in dashboard.status.value and "RuntimeError: boom" in dashboard.status.value
     dashboard.panel.controls["backend"].value = "eager"
@@ -182,8 +200,38 @@ def test_failed_run_shows_failed_with_the_error_and_the_panel_stays_usable(widge
 def test_bad_form_shows_the_reason_instead_of_starting(widget_dashboard):
     dashboard, _ = widget_dashboard
     dashboard.panel.controls["precision"].value = "bf16"
-    assert dashboard.run() is None and dashboard.runs == []
-    assert "bf16 with backend=&#x27;ort&#x27; needs the CUDA" in dashboard.status.value
+    assert dashboard.buttons["Run"].disabled  # the flags under the form say why
+    assert "<b>precision</b>: bf16 with ONNX Runtime needs the CUDA" in dashboard.panel.flags.value
+    assert dashboard.run() is None and dashboard.runs == {}
+    assert "cannot start: precision: bf16 with ONNX Runtime needs the CUDA" in dashboard.status.value
+
+
+def test_second_run_is_refused_while_one_trains_and_stop_reaches_it(widget_dashboard):
+    dashboard, _ = widget_dashboard
+    first = FakeRun([], run_dir="/runs/a")
+    dashboard.track(first)
+    assert dashboard.buttons["Run"].disabled and not dashboard.buttons["Stop"].disabled
+    assert dashboard.run() is None and "one run at a time" in dashboard.status.value
+    dashboard.stop()
+    assert dashboard.state.runs["/runs/a"].stopping and dashboard.buttons["Stop"].disabled
+
+
+def test_two_identical_runs_make_two_bars_and_a_table_row_can_go(widget_dashboard):
+    dashboard, _ = widget_dashboard
+    steps = [{"kind": "step", "step": n, "samples_per_s": 10.0 + n % 2, "step_time": 0.1, "loss": 0.5,
+              "peak_rss_mb": [500.0]} for n in range(1, 11)]
+    for name in ("/runs/a", "/runs/b"):
+        dashboard.track(FakeRun(list(steps), status="completed", label="eager + AdamW", run_dir=name))
+        dashboard.refresh(force=True)
+        assert dashboard.add_to_comparison() is True
+    bars = dashboard.comparison_figure.data[0]
+    assert list(bars.x) == ["eager + AdamW<br>[engine ?]".replace("engine ?", "none"),
+                            "eager + AdamW #2<br>[none]"]
+    assert list(bars.marker.color) == charts.PALETTE[:2]
+    removes = [c for c in dashboard.table.children if "ortnb-remove" in c._dom_classes]
+    assert len(removes) == 2
+    removes[0].click()
+    assert dashboard.state.compared == ["/runs/b"] and len(dashboard.comparison_figure.data[0].x) == 1
 
 
 def test_without_widgets_one_warning_and_a_text_repr(monkeypatch):

@@ -1,27 +1,35 @@
-"""Dashboard: the config panel, Run / Stop / Add to comparison / Clear, live charts and the comparison view.
+"""Dashboard: the config form, Run / Stop / Add to comparison / Clear, progress, live charts and the
+comparison view.
 
-Runs train in worker processes; a background thread reads their metrics files and redraws at
-most twice a second (batched), so the kernel stays free: other cells run while a run trains.
+What the screen shows lives in one pure model (``state.DashboardState``, keyed by run id); this
+module only feeds it what it reads from the runs' folders and renders it. Runs train in worker
+processes; a background thread reads their metrics and redraws at most twice a second, so the kernel
+stays free: other cells run while a run trains.
 """
 
 from __future__ import annotations
 
-import html
 import threading
+import time
+from typing import Callable
 
 from .. import charts
-from .. import comparison as comparing
+from ..comparison import workload_problems
 from ..config import RunConfig
 from ..display import Throttle, warn_text_mode, widget_frontend
 from ..errors import ConfigError
 from ..runner import Run, launch
 from ..validation import validate
+from . import form, present
+from .state import FINAL, DashboardState
 
 POLL_SECONDS = 0.25
+BUTTONS = (("Run", "success", "play"), ("Stop", "danger", "stop"), ("Add to comparison", "info", "plus"),
+           ("Clear", "", "trash"))
 
 
 def status_text(run: Run | None, records: list[dict] | None = None) -> str:
-    """The status line for a run (pure given the run's state)."""
+    """The status line for a Run (text mode and reprs)."""
     if run is None:
         return "idle"
     status = run.status
@@ -35,14 +43,16 @@ def status_text(run: Run | None, records: list[dict] | None = None) -> str:
 
 
 class Dashboard:
-    def __init__(self, config: RunConfig | None = None, *, throttle: Throttle | None = None, start: bool = True):
-        self.runs: list[Run] = []
-        self.compared: list[Run] = []
+    def __init__(self, config: RunConfig | None = None, *, throttle: Throttle | None = None, start: bool = True,
+                 clock: Callable[[], float] = time.monotonic, wall_clock: Callable[[], float] = time.time):
+        self.state = DashboardState()
+        self.runs: dict[str, Run] = {}  # run id -> the Run it reads from; the state says what is shown
         self.chart = charts.LiveChart()
-        self.throttle = throttle or Throttle(0.5)
-        self.message = ""
+        self.throttle = throttle or Throttle(0.5, clock)
+        self.clock, self.wall_clock = clock, wall_clock
         self._seen: dict[str, int] = {}
-        self._lock = threading.Lock()
+        self._table_key = None
+        self._lock = threading.RLock()
         self._stop_polling = threading.Event()
         self.widgets = widget_frontend()
         if not self.widgets:
@@ -50,6 +60,7 @@ class Dashboard:
             self._config = config or RunConfig()
             return
         self._build(config)
+        self.render()
         if start:
             self._thread = threading.Thread(target=self._poll_forever, name="ortnb-dashboard", daemon=True)
             self._thread.start()
@@ -58,140 +69,244 @@ class Dashboard:
 
     def _build(self, config):
         import ipywidgets as w
-        import plotly.graph_objects as go
 
+        from .fit import WidthWatcher, responsive
         from .panel import ConfigPanel
 
         self.panel = ConfigPanel(config)
-        self.buttons = {name: w.Button(description=name, button_style=style, icon=icon)
-                        for name, style, icon in (("Run", "success", "play"), ("Stop", "danger", "stop"),
-                                                  ("Add to comparison", "info", "plus"), ("Clear", "", "trash"))}
+        self.panel.on_change(self._form_changed)
+        self.settings = w.Accordion(children=[self.panel.widget], selected_index=0, layout=w.Layout(width="100%"))
+        self.buttons = {name: w.Button(description=name, button_style=style, icon=icon, layout=w.Layout(width="auto"))
+                        for name, style, icon in BUTTONS}
         self.buttons["Run"].on_click(lambda _b: self.run())
         self.buttons["Stop"].on_click(lambda _b: self.stop())
         self.buttons["Add to comparison"].on_click(lambda _b: self.add_to_comparison())
         self.buttons["Clear"].on_click(lambda _b: self.clear())
-        self.status = w.HTML(value=self._status_html())
-        self.figure = charts.live_figure(widget=True)
-        self.comparison_figure = go.FigureWidget(charts.comparison_figure(None))
-        self.comparison_table = w.HTML()
-        tabs = w.Tab(children=[self.figure, w.VBox([self.comparison_figure, self.comparison_table])])
-        tabs.set_title(0, "Live")
-        tabs.set_title(1, "Comparison")
-        self.widget = w.VBox([self.panel.widget, w.HBox(list(self.buttons.values())), self.status, tabs])
+        self.status = w.HTML()
+        self.bar = w.IntProgress(min=0, max=1, value=0, layout=w.Layout(flex="1 1 auto", width="auto"))
+        self.progress_text = w.HTML()
+        self.progress = w.HBox([self.bar, self.progress_text], layout=w.Layout(width="100%", align_items="center"))
+        self.progress.add_class("ortnb-progress")
+        self.card = w.HTML()
+        self.figure = responsive(charts.live_figure(widget=True))
+        self.comparison_figure = responsive(_figure_widget(charts.comparison_figure()))
+        self.table = w.GridBox(layout=w.Layout(width="100%"))
+        self.table.add_class("ortnb-table")
+        full = w.Layout(width="100%")
+        self.tabs = w.Tab(children=[w.VBox([self.figure], layout=full),
+                                    w.VBox([self.comparison_figure, self.table], layout=full)], layout=full)
+        self.tabs.set_title(0, "Live")
+        self.tabs.set_title(1, "Comparison")
+        self.widget = w.VBox([self.settings, w.HBox(list(self.buttons.values())), self.status, self.progress,
+                              self.card, self.tabs, WidthWatcher()], layout=full)
         self.widget.add_class("ortnb-dashboard")
 
     # -- actions --------------------------------------------------------------------------------
 
     def run(self, config: RunConfig | None = None) -> Run | None:
-        """Start a run of ``config`` (default: the form's). Problems are shown, not raised, in the UI."""
+        """Start a run of ``config`` (default: the form's). One run at a time; problems are shown, not
+        raised, in the UI (raised as ConfigError in text mode)."""
         config = config or (self.panel.config if self.widgets else self._config)
         problems = validate(config)
-        if problems:
-            self._say("cannot start: " + "; ".join(str(p) for p in problems))
-            if not self.widgets:
-                raise ConfigError([str(p) for p in problems])
-            return None
-        run = launch(config)
         with self._lock:
-            self.runs.append(run)
-            self.chart.add_run(str(run.run_dir), config.label)
-        self._say("")
-        if not self.widgets:
+            if problems or self.state.active_runs:
+                message = ("cannot start: " + "; ".join(form.problem_lines(problems)) if problems
+                           else self.state.why_run_is_disabled())
+                self.state.say(message, "error" if problems else "warning")
+                self._show_message()
+                if not self.widgets and problems:
+                    raise ConfigError([str(p) for p in problems])
+                return None
+            run = launch(config)
+            self._track(run)
+            if self.widgets:
+                self.settings.selected_index = None  # fold the form away: the charts are what matter now
+        if self.widgets:
+            self.render()
+        else:
             self._follow_in_text(run)
         return run
 
+    def track(self, run: Run) -> None:
+        """Show a Run started elsewhere (``ortnb.launch``, ``ortnb.attach``) as if Run had started it."""
+        with self._lock:
+            self._track(run)
+        self.render()
+
+    def _track(self, run: Run) -> None:
+        entry = self.state.start(str(run.run_dir), run.config, self.clock())
+        self.runs[entry.id] = run
+        self.chart.add_run(entry.id, entry.label, entry.colour)
+
     @property
     def active(self) -> Run | None:
-        return self.runs[-1] if self.runs else None
+        """The latest run started from this dashboard."""
+        latest = self.state.latest
+        return self.runs[latest.id] if latest else None
 
     def stop(self) -> None:
-        run = self.active
-        if run is not None and not run.done:
-            self._say(f"stopping {run.config.label} (checkpointing first)...")
-            threading.Thread(target=run.stop, name="ortnb-stop", daemon=True).start()
+        """Stop every run this dashboard started that still trains (each checkpoints first)."""
+        with self._lock:
+            ids = self.state.request_stop()
+        for run_id in ids:
+            threading.Thread(target=self.runs[run_id].stop, name="ortnb-stop", daemon=True).start()
+        self.render()
 
-    def add_to_comparison(self, run: Run | None = None) -> None:
-        run = run or self.active
-        if run is None or not run.done:
-            self._say("add a run to the comparison once it has finished")
-            return
-        try:
-            comparing.check_same_workload([r.config for r in self.compared] + [run.config])
-        except ConfigError as error:
-            self._say(str(error))
-            return
-        self.compared.append(run)
-        self._draw_comparison()
+    def add_to_comparison(self, run: Run | None = None) -> bool:
+        """Add a finished run (default: the latest) to the comparison; the same run twice is refused."""
+        self.poll()
+        with self._lock:
+            added = self.state.add_to_comparison(str(run.run_dir) if run else None, workload_problems)
+        self.render()
+        if added and self.widgets:
+            self.tabs.selected_index = 1
+        return added
+
+    def remove_from_comparison(self, run_id: str) -> None:
+        with self._lock:
+            self.state.remove_from_comparison(run_id)
+        self.render()
 
     def comparison(self):
-        """The comparison table (first added run is the baseline)."""
-        return comparing.table([[r.summary()] for r in self.compared]) if self.compared else None
+        """The comparison as a pandas DataFrame (first run with enough measured steps is the baseline)."""
+        import pandas as pd
+
+        rows = present.comparison_rows(self.state)
+        return pd.DataFrame(rows).drop(columns=["id", "colour"]) if rows else None
 
     def clear(self) -> None:
+        """Forget finished runs and the comparison; a run that still trains stays on screen."""
         with self._lock:
-            self.runs, self.compared, self._seen = [], [], {}
-            self.chart = charts.LiveChart()
+            for run_id in self.state.clear():
+                self.runs.pop(run_id, None)
+            self.chart, self._seen = charts.LiveChart(), {}
+            for entry in self.state.runs.values():
+                self.chart.add_run(entry.id, entry.label, entry.colour)
             if self.widgets:
                 self.figure.data = []
-                self.comparison_figure.data[0].update(x=[], y=[], text=[])
-                self.comparison_table.value = ""
-        self._say("")
+        self.render()
 
     def close(self) -> None:
         self._stop_polling.set()
 
-    # -- drawing --------------------------------------------------------------------------------
+    def _form_changed(self) -> None:
+        with self._lock:
+            self.state.form_changed(form.problem_lines(self.panel.problems))
+        self.render()
+
+    # -- reading the runs -----------------------------------------------------------------------
+
+    def poll(self) -> bool:
+        """Read every run that has not been seen to end; returns whether a run ended just now."""
+        ended = False
+        with self._lock:
+            for run_id, run in list(self.runs.items()):
+                entry = self.state.runs[run_id]
+                if entry.done and entry.summary is not None:
+                    continue
+                status = run.status
+                done = status in FINAL
+                self.state.observe(run_id, status=status, records=list(run.records()), now=self.clock(),
+                                   error=run.error if status == "failed" else None,
+                                   summary=run.summary() if done else None)
+                ended |= done
+        return ended
 
     def _poll_forever(self) -> None:
         while not self._stop_polling.wait(POLL_SECONDS):
             try:
                 self.refresh()
             except Exception as error:  # noqa: BLE001 - a drawing hiccup must not end the dashboard
-                self._say(f"display error: {error}")
+                self.state.say(f"display error: {error}", "error")
 
     def refresh(self, force: bool = False) -> bool:
-        """Redraw if there is news and the throttle allows; returns whether it drew."""
-        with self._lock:
-            news = {str(r.run_dir): r for r in self.runs if len(r.records()) != self._seen.get(str(r.run_dir))}
-            if not news or not (force or self.throttle.ready() or any(r.done for r in news.values())):
-                return False
-            updates = []
-            for key, run in news.items():
-                records = run.records()
-                self._seen[key] = len(records)
-                engine = next((e["engine"] for e in reversed(run.events) if e["event"] == "engine"), None)
-                updates.append(self.chart.updates(key, records, engine))
-            if self.widgets:
-                with self.figure.batch_update():
-                    for new, changed in updates:
-                        charts.apply_updates(self.figure, new, changed)
-                self.status.value = self._status_html()
+        """Read the runs and redraw if the throttle allows (or a run ended); returns whether it drew."""
+        ended = self.poll()
+        if not (force or ended or self.throttle.ready()):
+            return False
+        self.render()
         return True
 
-    def _draw_comparison(self) -> None:
-        table = self.comparison()
-        if not self.widgets or table is None:
+    # -- drawing --------------------------------------------------------------------------------
+
+    def render(self) -> None:
+        """Assign everything the state implies to the widgets (ipywidgets sends only what changed)."""
+        if not self.widgets:
             return
-        bars = charts.comparison_bars(table)
-        with self.comparison_figure.batch_update():
-            bar = self.comparison_figure.data[0]
-            bar.x, bar.y, bar.text = bars["x"], bars["y"], bars["text"]
-            bar.error_y.array = bars["error_y"]
-        self.comparison_table.value = table.to_html(index=False, float_format=lambda v: f"{v:.3g}")
+        with self._lock:
+            state = self.state
+            for name, enabled in state.buttons().items():
+                self.buttons[name].disabled = not enabled
+            self.buttons["Run"].tooltip = state.why_run_is_disabled() or "start a run of the form's settings"
+            self.status.value = present.status_html(state)
+            self._render_progress()
+            self.card.value = present.summary_card_html(state.latest)
+            self.settings.set_title(0, f"Run settings: {self.panel.config.label}")
+            self._render_live()
+            self._render_comparison()
 
-    def _status_html(self) -> str:
-        text = status_text(self.active)
-        colour = {"failed": "#CC6677", "stopped": "#DDCC77", "completed": "#117733"}.get(
-            self.active.status if self.active else "", "#333333")
-        extra = f"<br><i>{html.escape(self.message)}</i>" if self.message else ""
-        return f"<div class='ortnb-status' style='color:{colour}'><b>status:</b> {html.escape(text)}{extra}</div>"
-
-    def _say(self, message: str) -> None:
-        self.message = message
+    def _show_message(self) -> None:
         if self.widgets:
-            self.status.value = self._status_html()
-        elif message:
-            print(f"ortnb: {message}")
+            self.status.value = present.status_html(self.state)
+        elif self.state.message:
+            print(f"ortnb: {self.state.message.text}")
+
+    def _render_progress(self) -> None:
+        latest = self.state.latest
+        self.progress.layout.display = "none" if latest is None else "flex"
+        if latest is None:
+            return
+        shown = present.progress(latest, self.clock(), self.wall_clock())
+        self.bar.max, self.bar.value = max(1, shown.total), min(shown.step, shown.total)
+        self.bar.bar_style = {"failed": "danger", "stopped": "warning", "completed": "success"}.get(latest.status, "info")
+        self.progress_text.value = f"<span class='ortnb-progress-text'>{shown.text}</span>"
+
+    def _render_live(self) -> None:
+        updates = []
+        for run_id, entry in self.state.runs.items():
+            if len(entry.records) == self._seen.get(run_id):
+                continue
+            self._seen[run_id] = len(entry.records)
+            engine = next((r["engine"] for r in reversed(entry.records) if r.get("event") == "engine"), None)
+            updates.append(self.chart.updates(run_id, entry.records, engine))
+        empty = not any(e.records and any(r.get("kind") == "step" for r in e.records) for e in self.state.runs.values())
+        latest = self.state.latest
+        with self.figure.batch_update():
+            for new, changed in updates:
+                charts.apply_updates(self.figure, new, changed)
+            if updates or empty:
+                charts.set_live_layout(self.figure, latest.config.warmup_steps if latest else 0, empty)
+
+    def _render_comparison(self) -> None:
+        rows = present.comparison_rows(self.state)
+        key = tuple((r["id"], r["text"]) for r in rows)
+        if key == self._table_key:
+            return
+        self._table_key = key
+        with self.comparison_figure.batch_update():
+            charts.update_comparison(self.comparison_figure, rows)
+        self.table.children = self._table_children(rows)
+        columns = len(present.TABLE_COLUMNS)
+        self.table.layout.grid_template_columns = f"repeat({columns}, minmax(0, auto)) 32px"
+
+    def _table_children(self, rows: list[dict]) -> list:
+        import ipywidgets as w
+
+        if not rows:
+            return []
+        cells = [w.HTML(f"<div class='ortnb-cell ortnb-head'>{title}</div>") for _, title in present.TABLE_COLUMNS]
+        cells.append(w.HTML(""))
+        for row in rows:
+            for (key, _), text in zip(present.TABLE_COLUMNS, present.table_cells(row)):
+                kind = "" if key in ("label", "engine", "speedup") else " ortnb-number"
+                swatch = f"<span class='ortnb-swatch' style='background:{row['colour']}'></span>" if key == "label" else ""
+                cells.append(w.HTML(f"<div class='ortnb-cell{kind}'>{swatch}{_escape(text)}</div>"))
+            remove = w.Button(icon="times", tooltip=f"remove {row['label']} from the comparison",
+                              layout=w.Layout(width="30px", height="24px"))
+            remove.on_click(lambda _b, run_id=row["id"]: self.remove_from_comparison(run_id))
+            remove.add_class("ortnb-remove")
+            cells.append(remove)
+        return cells
 
     # -- without widgets ------------------------------------------------------------------------
 
@@ -205,10 +320,12 @@ class Dashboard:
                 print(format_step(record), flush=True)
             printed = len(steps)
             run.wait(0.5)
+        self.poll()
         print(status_text(run))
         figure = charts.live_figure()
         new, _ = self.chart.updates(str(run.run_dir), run.records(), run.summary()["engine"])
         charts.apply_updates(figure, new, [])
+        charts.set_live_layout(figure, run.config.warmup_steps, empty=not new)
         _show_static(figure)
 
     # -- display --------------------------------------------------------------------------------
@@ -220,7 +337,19 @@ class Dashboard:
         return bundle
 
     def __repr__(self) -> str:
-        return f"Dashboard(runs={len(self.runs)}, status={status_text(self.active)!r})"
+        return f"Dashboard(runs={len(self.state.runs)}, status={present.status_text(self.state.latest)!r})"
+
+
+def _escape(text: str) -> str:
+    import html
+
+    return html.escape(text)
+
+
+def _figure_widget(figure):
+    import plotly.graph_objects as go
+
+    return go.FigureWidget(figure)
 
 
 def _show_static(figure) -> None:

@@ -42,7 +42,9 @@ class LiveCallback(TrainerCallback):
         if self.widgets:
             from IPython.display import display
 
-            self.figure = charts.live_figure(widget=True)
+            from .fit import responsive
+
+            self.figure = responsive(charts.live_figure(widget=True))
             display(self.figure)
         else:
             warn_text_mode("ortnb.LiveCallback")
@@ -75,12 +77,15 @@ class LiveCallback(TrainerCallback):
         figure = charts.live_figure()
         new, _ = self.chart.updates("live", self.records, self._engine)
         charts.apply_updates(figure, new, [])
+        charts.set_live_layout(figure, 0, empty=not self.records)
         _show_static(figure)
 
     def _draw(self) -> None:
         new, changed = self.chart.updates("live", self.records, self._engine)
         with self.figure.batch_update():
             charts.apply_updates(self.figure, new, changed)
+            if new:
+                charts.set_live_layout(self.figure, 0, empty=False)
 
     def __repr__(self) -> str:
         return f"LiveCallback(steps={len(self.records)})"

@@ -1,0 +1,221 @@
+"""What the Dashboard shows, as pure functions of its state: progress, status, summary card, comparison.
+
+Like tqdm's ``format_meter``: numbers in, text out, no display touched; tested on exact values.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import statistics
+from dataclasses import dataclass
+
+from .form import humanize
+from .state import DashboardState, RunEntry
+
+MIN_MEASURED_STEPS = 5  # fewer measured steps than this make no speed figure: shown, marked, left out
+NOISE_LIMIT = 0.15  # an interquartile range wider than 15% of the median gets a noise warning
+LEVEL_COLOURS = {"info": "#1a1a1a", "warning": "#8a5a00", "error": "#b00020"}
+STATUS_COLOURS = {"failed": "#b00020", "stopped": "#8a5a00", "completed": "#00703c"}
+
+
+def format_duration(seconds: float | None) -> str:
+    """0:07, 1:02, 1:02:03 (what a progress bar shows)."""
+    if seconds is None or not math.isfinite(seconds):
+        return "?"
+    seconds = int(round(max(0.0, seconds)))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def _number(value, digits: int = 3) -> str:
+    """Plain numbers for people: 1,560 not 1.56e+03, and an en dash where there is no value."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}g}" if abs(value) >= 1 else f"{value:.{digits}f}".rstrip("0").rstrip(".")
+
+
+# -- progress ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Progress:
+    step: int
+    total: int
+    elapsed_s: float
+    eta_s: float | None
+    phase: str  # a phase before the first step, "training", or the final status
+    text: str
+
+
+def _steps(records: list[dict]) -> list[dict]:
+    return [r for r in records if r.get("kind") == "step"]
+
+
+def _phase(records: list[dict]) -> tuple[str, float | None]:
+    """The phase a run is in before its first step (as the worker names it), with its start time."""
+    phases = [r for r in records if r.get("kind") == "event" and r.get("event") == "phase"]
+    if phases:
+        return phases[-1]["phase"], phases[-1].get("time")
+    started = any(r.get("event") == "started" for r in records)
+    return ("preparing" if started else "starting processes"), None
+
+
+def eta_seconds(steps: list[dict], total: int) -> float | None:
+    """Remaining steps times the median step time, leaving out the first step (graph builds)."""
+    times = [s["step_time"] for s in steps[1:] if isinstance(s.get("step_time"), (int, float))]
+    if not times or not steps:
+        return None
+    return max(0, total - steps[-1]["step"]) * statistics.median(times)
+
+
+def progress(entry: RunEntry, now: float, wall_clock: float | None = None) -> Progress:
+    """Step i/N, elapsed, ETA and the named phase; ``wall_clock`` (time.time()) dates phase events."""
+    steps = _steps(entry.records)
+    step, total = (steps[-1]["step"] if steps else 0), entry.config.max_steps
+    elapsed = (entry.ended_at or now) - entry.started_at
+    if entry.done:
+        text = f"{entry.status} · {step}/{total} steps in {format_duration(elapsed)}"
+        return Progress(step, total, elapsed, 0.0, entry.status, text)
+    if not steps:
+        phase, since = _phase(entry.records)
+        took = f" ({format_duration(wall_clock - since)})" if since and wall_clock else ""
+        verb = "stopping" if entry.stopping else f"{phase}…{took}"
+        text = f"{verb} · {format_duration(elapsed)} elapsed · step 0/{total}"
+        return Progress(0, total, elapsed, None, phase, text)
+    eta = eta_seconds(steps, total)
+    verb = "stopping · " if entry.stopping else ""
+    text = (f"{verb}step {step}/{total} · {format_duration(elapsed)} elapsed · ETA "
+            f"{format_duration(eta) if eta is not None else 'after the next step'}")
+    return Progress(step, total, elapsed, eta, "training", text)
+
+
+# -- status line and message -----------------------------------------------------------------
+
+
+def status_text(entry: RunEntry | None) -> str:
+    if entry is None:
+        return "idle"
+    status = "stopping" if entry.stopping and not entry.done else entry.status
+    text = f"{entry.label}: {status}"
+    steps = _steps(entry.records)
+    if steps:
+        text += f" (step {steps[-1]['step']}/{entry.config.max_steps})"
+    forced = next((r for r in reversed(entry.records) if r.get("event") == "stopped" and r.get("forced")), None)
+    if forced:
+        text += " - forced: " + str(forced.get("reason", "the ranks were terminated"))
+    if entry.status == "failed" and entry.error:
+        text += f" - {entry.error.splitlines()[0]}"
+    return text
+
+
+def status_html(state: DashboardState) -> str:
+    entry = state.latest
+    colour = STATUS_COLOURS.get(entry.status if entry else "", "#1a1a1a")
+    hint = "" if entry else " (set up a run and press Run)"
+    line = (f"<div class='ortnb-status' style='color:{colour}'><b>status:</b> "
+            f"{html.escape(status_text(entry))}{hint}</div>")
+    if state.message:
+        line += (f"<div class='ortnb-message' style='color:{LEVEL_COLOURS[state.message.level]}'>"
+                 f"{html.escape(humanize(state.message.text))}</div>")
+    return line
+
+
+# -- summary card -----------------------------------------------------------------------------
+
+
+def summary_items(entry: RunEntry) -> list[tuple[str, str]]:
+    """(name, value) pairs for the card shown when a run ends."""
+    s = entry.summary or {}
+    spread = s.get("samples_per_s_iqr")
+    speed = _number(s.get("samples_per_s"))
+    if spread is not None and s.get("samples_per_s"):
+        speed += f" ± {_number(spread / 2)}"
+    mfu = s.get("mfu")
+    return [
+        ("final loss", _number(s.get("final_loss"), 4)),
+        ("samples/s (median)", speed if s.get("samples_per_s") is not None else "– (no measured steps)"),
+        ("MFU", f"{mfu * 100:.1f}%" if mfu is not None else "–"),
+        ("wall time", format_duration((entry.ended_at or entry.started_at) - entry.started_at)),
+        ("first step", f"{s['first_step_s']:.1f} s" if s.get("first_step_s") is not None else "–"),
+        ("engine", s.get("engine") or "none (no step ran)"),
+        ("run folder", str(s.get("run_dir") or entry.id)),
+    ]
+
+
+def summary_card_html(entry: RunEntry | None) -> str:
+    if entry is None or not entry.done:
+        return ""
+    colour = STATUS_COLOURS.get(entry.status, "#1a1a1a")
+    cells = "".join(f"<div class='ortnb-card-item'><div class='ortnb-card-name'>{html.escape(name)}</div>"
+                    f"<div class='ortnb-card-value'>{html.escape(value)}</div></div>"
+                    for name, value in summary_items(entry))
+    error = (f"<div class='ortnb-card-error'>{html.escape(entry.error.splitlines()[0])}</div>"
+             if entry.status == "failed" and entry.error else "")
+    return (f"<div class='ortnb-summary' style='border-left:4px solid {colour}'>"
+            f"<div class='ortnb-card-title'>{html.escape(entry.label)}: {entry.status}</div>{error}"
+            f"<div class='ortnb-card-grid'>{cells}</div></div>")
+
+
+# -- comparison -------------------------------------------------------------------------------
+
+
+def comparison_rows(state: DashboardState) -> list[dict]:
+    """One row per compared run, in the order added. The speed-up is over the first run with enough
+    measured steps; runs with too few are kept (marked) but get no speed-up."""
+    rows = []
+    for run_id in state.compared:
+        entry = state.runs[run_id]
+        s = entry.summary or {}
+        median, spread = s.get("samples_per_s"), s.get("samples_per_s_iqr")
+        too_few = (s.get("steps_measured") or 0) < MIN_MEASURED_STEPS or median is None
+        rows.append({"id": run_id, "label": entry.label, "colour": entry.colour, "engine": s.get("engine") or "none",
+                     "status": entry.status, "samples_per_s": median, "spread": spread,
+                     "steps_measured": s.get("steps_measured") or 0, "too_few": too_few,
+                     "noisy": bool(not too_few and spread is not None and spread > NOISE_LIMIT * median),
+                     "peak_rss_mb": s.get("peak_rss_mb"), "optimizer_state_mb": s.get("optimizer_state_mb"),
+                     "final_loss": s.get("final_loss"), "mfu": s.get("mfu"), "first_step_s": s.get("first_step_s"),
+                     "speedup": None, "baseline": False})
+    base = next((r for r in rows if not r["too_few"]), None)
+    for row in rows:
+        if base is not None and not row["too_few"]:
+            row["speedup"] = row["samples_per_s"] / base["samples_per_s"]
+    if base is not None:
+        base["baseline"] = True
+    for row in rows:
+        row["text"] = speedup_text(row)
+    return rows
+
+
+def speedup_text(row: dict) -> str:
+    if row["too_few"]:
+        return f"too few steps ({row['steps_measured']} measured)"
+    text = "baseline" if row["baseline"] else f"{row['speedup']:.2f}x"
+    return text + (" ⚠ noisy" if row["noisy"] else "")
+
+
+TABLE_COLUMNS = [("label", "run"), ("engine", "engine"), ("samples_per_s", "samples/s"), ("spread", "spread (IQR)"),
+                 ("speedup", "speed-up"), ("mfu", "MFU %"), ("peak_rss_mb", "peak memory (MB)"),
+                 ("optimizer_state_mb", "optimizer state (MB)"), ("final_loss", "final loss"),
+                 ("first_step_s", "first step (s)")]
+
+
+def table_cells(row: dict) -> list[str]:
+    """The row's cells as text, in TABLE_COLUMNS order."""
+    cells = []
+    for key, _ in TABLE_COLUMNS:
+        value = row[key]
+        if key in ("label", "engine"):
+            cells.append(str(value))
+        elif key == "speedup":
+            cells.append(speedup_text(row))
+        elif key == "spread" and value is not None and row["samples_per_s"]:
+            cells.append(f"{_number(value)} ({value / row['samples_per_s']:.0%})")
+        elif key == "mfu":
+            cells.append(f"{value * 100:.1f}" if value is not None else "–")
+        else:
+            cells.append(_number(value))
+    return cells

@@ -1,0 +1,176 @@
+"""The Dashboard's state: one small pure model that the widgets only render.
+
+Runs are keyed by their run id (the run folder), never by their label. Whether a run is active,
+stopping, done or compared is a field here; every button is an action on this model, and what each
+button may do follows from it (Run is disabled while a run trains). No widgets, no files, no clocks:
+the controller (dashboard.py) feeds in what it read and the time, so every rule is tested on exact
+values and the browser test only has to check layout and wiring.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..charts import PALETTE
+from ..config import RunConfig
+
+ACTIVE = ("starting", "running")
+FINAL = ("completed", "stopped", "failed")
+
+
+@dataclass(frozen=True)
+class Message:
+    text: str
+    level: str = "info"  # info, warning or error: the colour follows the message, not the last run
+
+
+@dataclass
+class RunEntry:
+    """One run started from this dashboard, as last observed."""
+
+    id: str
+    config: RunConfig
+    label: str  # unique within the dashboard: settings, then #2, #3 ...
+    colour: str
+    started_at: float
+    status: str = "starting"
+    stopping: bool = False
+    records: list = field(default_factory=list)
+    error: str | None = None
+    summary: dict | None = None
+    ended_at: float | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE
+
+    @property
+    def done(self) -> bool:
+        return self.status in FINAL
+
+
+def unique_label(label: str, taken: list[str]) -> str:
+    """``label``, or ``label #2``, ``#3`` ... if an earlier run already has it."""
+    if label not in taken:
+        return label
+    number = 2
+    while f"{label} #{number}" in taken:
+        number += 1
+    return f"{label} #{number}"
+
+
+@dataclass
+class DashboardState:
+    runs: dict[str, RunEntry] = field(default_factory=dict)  # run id -> entry, in start order
+    compared: list[str] = field(default_factory=list)  # run ids, the first one with enough steps is the baseline
+    message: Message | None = None
+    form_problems: list[str] = field(default_factory=list)
+    started_count: int = 0  # never reset, so a run's colour is never reused after Clear
+
+    # -- what the buttons may do --------------------------------------------------------------
+
+    @property
+    def active_runs(self) -> list[RunEntry]:
+        return [e for e in self.runs.values() if e.active]
+
+    @property
+    def latest(self) -> RunEntry | None:
+        return next(reversed(self.runs.values()), None)
+
+    def buttons(self) -> dict[str, bool]:
+        """Which buttons are enabled."""
+        latest = self.latest
+        return {
+            "Run": not self.active_runs and not self.form_problems,
+            "Stop": any(not e.stopping for e in self.active_runs),
+            "Add to comparison": bool(latest and latest.done and latest.id not in self.compared
+                                      and latest.summary is not None),
+            "Clear": bool(self.message or self.compared or any(e.done for e in self.runs.values())),
+        }
+
+    def why_run_is_disabled(self) -> str:
+        if self.active_runs:
+            return "a run is training: one run at a time (Stop it, or wait for it to end)"
+        if self.form_problems:
+            return "the form describes a run this machine cannot start (see the notes above)"
+        return ""
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def start(self, run_id: str, config: RunConfig, now: float) -> RunEntry:
+        """Record a run the controller has just launched. Refused while another run trains."""
+        if self.active_runs:
+            raise RuntimeError(self.why_run_is_disabled())
+        label = unique_label(config.label, [e.label for e in self.runs.values()])
+        entry = RunEntry(run_id, config, label, PALETTE[self.started_count % len(PALETTE)], now)
+        self.started_count += 1
+        self.runs[run_id] = entry
+        self.message = None
+        return entry
+
+    def request_stop(self) -> list[str]:
+        """Mark every active run as stopping; returns the ids the controller must stop (all of them)."""
+        ids = [e.id for e in self.active_runs if not e.stopping]
+        for run_id in ids:
+            self.runs[run_id].stopping = True
+        if ids:
+            names = ", ".join(self.runs[i].label for i in ids)
+            self.message = Message(f"stopping {names}: the ranks checkpoint after their current step...")
+        return ids
+
+    def observe(self, run_id: str, *, status: str, records: list, now: float, error: str | None = None,
+                summary: dict | None = None) -> None:
+        """What the controller read of a run. A run that has just ended clears the message."""
+        entry = self.runs.get(run_id)
+        if entry is None:
+            return
+        ended = status in FINAL and not entry.done
+        entry.status, entry.records, entry.error = status, records, error
+        if summary is not None:
+            entry.summary = summary
+        if ended:
+            entry.ended_at = now
+            entry.stopping = False
+            self.message = None
+
+    def add_to_comparison(self, run_id: str | None = None, workload_problems=None) -> bool:
+        """Add a finished run (default: the latest). ``workload_problems(configs)`` says why runs differ."""
+        entry = self.runs.get(run_id) if run_id else self.latest
+        if entry is None or not entry.done or entry.summary is None:
+            self.message = Message("add a run to the comparison once it has finished", "warning")
+            return False
+        if entry.id in self.compared:
+            self.message = Message(f"{entry.label} is already in the comparison", "warning")
+            return False
+        configs = [self.runs[i].config for i in self.compared] + [entry.config]
+        problems = workload_problems(configs) if workload_problems else []
+        if problems:
+            self.message = Message(problems[0], "error")
+            return False
+        self.compared.append(entry.id)
+        count = len(self.compared)
+        self.message = Message(f"added {entry.label} to the comparison ({count} run{'s' if count > 1 else ''})")
+        return True
+
+    def remove_from_comparison(self, run_id: str) -> None:
+        if run_id in self.compared:
+            self.compared.remove(run_id)
+            self.message = Message(f"removed {self.runs[run_id].label} from the comparison")
+
+    def clear(self) -> list[str]:
+        """Forget finished runs, the comparison and the message; a training run stays (never orphaned).
+        Returns the ids that were dropped."""
+        dropped = [e.id for e in self.runs.values() if not e.active]
+        for run_id in dropped:
+            del self.runs[run_id]
+        self.compared = []
+        self.message = None
+        return dropped
+
+    def say(self, text: str, level: str = "info") -> None:
+        self.message = Message(text, level) if text else None
+
+    def form_changed(self, problems: list[str]) -> None:
+        """The form changed: a message about the earlier form no longer applies."""
+        self.form_problems = list(problems)
+        self.message = None

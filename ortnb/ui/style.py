@@ -1,0 +1,41 @@
+"""The Dashboard's stylesheet: one <style> element shipped in an HTML widget (no front-end extension).
+
+Why each rule exists: ipywidgets gives buttons and toggle buttons fixed widths (labels were cut with
+an ellipsis), lays toggle buttons on one line (overflow on narrow outputs), and cannot disable single
+options of a ToggleButtons, so options this machine cannot run are greyed by index classes.
+"""
+
+from __future__ import annotations
+
+MAX_OPTIONS = 4
+
+_OFF = ", ".join(f".ortnb-off-{i} button[value='{i}']" for i in range(MAX_OPTIONS))
+
+CSS = f"""
+.ortnb-form .widget-toggle-buttons > div {{ display: flex; flex-wrap: wrap; gap: 2px; }}
+.ortnb-form .widget-toggle-button {{ width: auto !important; white-space: nowrap; padding: 0 10px; }}
+{_OFF} {{ opacity: 0.45; text-decoration: line-through; }}
+.ortnb-field-label {{ cursor: help; border-bottom: 1px dotted #888888; }}
+.ortnb-inline-help {{ color: #444444; }}
+.ortnb-note {{ font-size: 12px; line-height: 1.35; color: #8a5a00; margin: 0 0 4px 124px; white-space: normal; }}
+.ortnb-dashboard .jupyter-button {{ width: auto; }}
+.ortnb-dashboard .widget-html-content {{ white-space: normal; }}
+.ortnb-status, .ortnb-message {{ line-height: 1.4; }}
+.ortnb-progress-text {{ font-variant-numeric: tabular-nums; white-space: nowrap; }}
+.ortnb-summary {{ padding: 6px 10px; margin: 4px 0; background: #f7f7f7; }}
+.ortnb-card-title {{ font-weight: bold; margin-bottom: 4px; }}
+.ortnb-card-error {{ color: #b00020; margin-bottom: 4px; }}
+.ortnb-card-grid {{ display: grid; grid-template-columns: repeat(auto-fill, minmax(170px, 1fr)); gap: 2px 16px; }}
+.ortnb-card-name {{ font-size: 11px; color: #555555; }}
+.ortnb-card-value {{ overflow-wrap: anywhere; }}
+.ortnb-cell {{ font-size: 12px; line-height: 1.3; padding: 2px 4px; white-space: normal; overflow-wrap: anywhere; }}
+.ortnb-cell.ortnb-head {{ font-weight: bold; border-bottom: 1px solid #999999; }}
+.ortnb-cell.ortnb-number {{ text-align: right; font-variant-numeric: tabular-nums; }}
+.ortnb-swatch {{ display: inline-block; width: 10px; height: 10px; margin-right: 4px; }}
+"""
+
+
+def stylesheet_widget():
+    import ipywidgets as w
+
+    return w.HTML(f"<style>{CSS}</style>", layout=w.Layout(height="0px", margin="0px"))

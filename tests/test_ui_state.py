@@ -1,0 +1,200 @@
+"""The Dashboard's pure model and what it shows, on exact values (no widgets, no processes, no clock)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ortnb import charts
+from ortnb.config import RunConfig
+from ortnb.ui import form, present
+from ortnb.ui.state import DashboardState, unique_label
+from ortnb.validation import Problem
+
+EAGER = RunConfig(backend="eager", max_steps=30, warmup_steps=5)
+
+
+def step(n, samples_per_s=10.0, step_time=0.5, loss=0.7):
+    return {"kind": "step", "step": n, "samples_per_s": samples_per_s, "step_time": step_time, "loss": loss}
+
+
+def summary(samples_per_s, spread=0.1, measured=20, engine="pytorch"):
+    return {"samples_per_s": samples_per_s, "samples_per_s_iqr": spread, "steps_measured": measured,
+            "engine": engine, "final_loss": 0.51234, "mfu": 0.4567, "peak_rss_mb": 1560.4,
+            "optimizer_state_mb": 87.0, "first_step_s": 7.84, "run_dir": "/runs/x"}
+
+
+def finished(state, run_id, config=EAGER, result=None, status="completed", now=10.0):
+    state.start(run_id, config, now=0.0)
+    state.observe(run_id, status=status, records=[step(1)], now=now, summary=result or summary(10.0))
+    return state.runs[run_id]
+
+
+def test_labels_are_unique_in_start_order():
+    assert unique_label("eager + AdamW", []) == "eager + AdamW"
+    assert unique_label("eager + AdamW", ["eager + AdamW"]) == "eager + AdamW #2"
+    assert unique_label("eager + AdamW", ["eager + AdamW", "eager + AdamW #2"]) == "eager + AdamW #3"
+
+
+def test_three_identical_runs_are_three_bars_with_their_own_colours():
+    state = DashboardState()
+    for index, speed in enumerate([2.97, 11.4, 11.4]):
+        finished(state, f"/runs/{index}", result=summary(speed))
+        assert state.add_to_comparison()
+    rows = present.comparison_rows(state)
+    assert [r["label"] for r in rows] == ["eager + AdamW", "eager + AdamW #2", "eager + AdamW #3"]
+    bars = charts.comparison_bars(rows)
+    assert bars["y"] == [2.97, 11.4, 11.4]
+    assert len(set(bars["colours"])) == 3 and bars["colours"] == charts.PALETTE[:3]
+    assert bars["text"] == ["baseline", "3.84x", "3.84x"]
+
+
+def test_the_same_run_twice_is_refused():
+    state = DashboardState()
+    finished(state, "/runs/a")
+    assert state.add_to_comparison() is True
+    assert state.add_to_comparison() is False
+    assert state.message.text == "eager + AdamW is already in the comparison" and state.message.level == "warning"
+    assert state.compared == ["/runs/a"]
+    assert state.buttons()["Add to comparison"] is False
+
+
+def test_too_few_steps_are_marked_and_left_out_of_the_speedup():
+    state = DashboardState()
+    finished(state, "/runs/stopped", result=summary(3.0, spread=None, measured=2), status="stopped")
+    finished(state, "/runs/a", result=summary(10.0))
+    finished(state, "/runs/b", result=summary(15.0, spread=3.0))
+    for run_id in state.runs:
+        state.add_to_comparison(run_id)
+    rows = present.comparison_rows(state)
+    assert [r["too_few"] for r in rows] == [True, False, False]
+    assert [r["speedup"] for r in rows] == [None, 1.0, 1.5]  # the first run with enough steps is the baseline
+    assert [r["text"] for r in rows] == ["too few steps (2 measured)", "baseline", "1.50x ⚠ noisy"]
+    assert charts.comparison_bars(rows)["patterns"] == ["/", "", ""]
+
+
+def test_noise_warning_above_15_percent_of_the_median():
+    state = DashboardState()
+    finished(state, "/runs/a", result=summary(10.0, spread=1.5))
+    finished(state, "/runs/b", result=summary(10.0, spread=1.51))
+    for run_id in state.runs:
+        state.add_to_comparison(run_id)
+    assert [r["noisy"] for r in present.comparison_rows(state)] == [False, True]
+
+
+def test_different_workloads_are_refused_with_the_reason():
+    from ortnb.comparison import workload_problems
+
+    state = DashboardState()
+    finished(state, "/runs/a")
+    finished(state, "/runs/b", config=EAGER.replace(seq_len=64))
+    assert state.add_to_comparison("/runs/a", workload_problems)
+    assert not state.add_to_comparison("/runs/b", workload_problems)
+    assert state.message.level == "error" and state.message.text.startswith("seq_len differs")
+
+
+def test_one_run_at_a_time_and_stop_reaches_every_active_run():
+    state = DashboardState()
+    state.start("/runs/a", EAGER, now=0.0)
+    assert state.buttons() == {"Run": False, "Stop": True, "Add to comparison": False, "Clear": False}
+    assert "one run at a time" in state.why_run_is_disabled()
+    with pytest.raises(RuntimeError, match="one run at a time"):
+        state.start("/runs/b", EAGER, now=1.0)
+    assert state.request_stop() == ["/runs/a"]
+    assert state.request_stop() == []  # already stopping
+    assert state.buttons()["Stop"] is False and "stopping eager + AdamW" in state.message.text
+    state.observe("/runs/a", status="stopped", records=[], now=5.0, summary=summary(1.0, measured=0))
+    assert state.message is None  # the stop message ends with the run
+    assert state.buttons()["Run"] is True
+
+
+def test_clear_never_orphans_a_running_run():
+    state = DashboardState()
+    finished(state, "/runs/done")
+    state.add_to_comparison()
+    state.start("/runs/live", EAGER, now=20.0)
+    assert state.clear() == ["/runs/done"]
+    assert list(state.runs) == ["/runs/live"] and state.compared == []
+    assert state.buttons()["Stop"] is True
+    # the run that stayed keeps its colour; the next run gets one never used before
+    assert state.runs["/runs/live"].colour == charts.PALETTE[1]
+
+
+def test_form_changes_clear_the_message_and_disable_run_when_invalid():
+    state = DashboardState()
+    state.say("cannot start: precision: ...", "error")
+    state.form_changed(["precision: bf16 with ONNX Runtime needs ..."])
+    assert state.message is None and state.buttons()["Run"] is False
+    assert "cannot start" in state.why_run_is_disabled()
+
+
+def test_progress_names_the_phase_then_counts_steps_with_an_eta():
+    state = DashboardState()
+    entry = state.start("/runs/a", EAGER, now=100.0)
+    records = [{"kind": "event", "event": "started", "time": 1000.0},
+               {"kind": "event", "event": "phase", "phase": "ONNX export", "time": 1003.0}]
+    state.observe("/runs/a", status="running", records=records, now=104.0)
+    shown = present.progress(entry, now=104.0, wall_clock=1005.0)
+    assert shown.phase == "ONNX export" and shown.text == "ONNX export… (0:02) · 0:04 elapsed · step 0/30"
+    records += [step(1, step_time=8.0), step(2, step_time=0.5), step(3, step_time=0.7), step(4, step_time=0.6)]
+    state.observe("/runs/a", status="running", records=records, now=130.0)
+    shown = present.progress(entry, now=130.0)
+    assert (shown.step, shown.total, shown.eta_s) == (4, 30, 26 * 0.6)  # median of steps 2-4, first left out
+    assert shown.text == "step 4/30 · 0:30 elapsed · ETA 0:16"
+    state.observe("/runs/a", status="completed", records=records, now=150.0)
+    assert present.progress(entry, now=999.0).text == "completed · 4/30 steps in 0:50"
+
+
+def test_durations():
+    assert [present.format_duration(s) for s in (0, 7.4, 62, 3723, None)] == ["0:00", "0:07", "1:02", "1:02:03", "?"]
+
+
+def test_summary_card_has_what_a_user_asks_after_a_run():
+    state = DashboardState()
+    entry = finished(state, "/runs/a", result=summary(12.345, spread=1.0))
+    assert dict(present.summary_items(entry)) == {
+        "final loss": "0.5123", "samples/s (median)": "12.3 ± 0.5", "MFU": "45.7%", "wall time": "0:10",
+        "first step": "7.8 s", "engine": "pytorch", "run folder": "/runs/x"}
+    html = present.summary_card_html(entry)
+    assert "eager + AdamW: completed" in html and "ortnb-summary" in html
+
+
+def test_failed_run_card_and_status_carry_the_error():
+    state = DashboardState()
+    state.start("/runs/a", EAGER, now=0.0)
+    state.observe("/runs/a", status="failed", records=[step(1)], now=3.0, error="OSError: No space left\nTraceback",
+                  summary=summary(None, measured=0))
+    assert present.status_text(state.latest) == "eager + AdamW: failed (step 1/30) - OSError: No space left"
+    assert "OSError: No space left" in present.summary_card_html(state.latest)
+    assert "#b00020" in present.status_html(state)
+
+
+def test_comparison_table_says_numbers_plainly():
+    state = DashboardState()
+    finished(state, "/runs/a", result=summary(1560.4, spread=31.2))
+    finished(state, "/runs/b", result={**summary(1716.0, spread=None), "mfu": None, "first_step_s": None})
+    for run_id in state.runs:
+        state.add_to_comparison(run_id)
+    rows = present.comparison_rows(state)
+    assert [title for _, title in present.TABLE_COLUMNS] == [
+        "run", "engine", "samples/s", "spread (IQR)", "speed-up", "MFU %", "peak memory (MB)",
+        "optimizer state (MB)", "final loss", "first step (s)"]
+    assert present.table_cells(rows[0]) == ["eager + AdamW", "pytorch", "1,560", "31.2 (2%)", "baseline", "45.7",
+                                            "1,560", "87", "0.512", "7.84"]
+    assert present.table_cells(rows[1])[2:6] == ["1,716", "–", "1.10x", "–"]
+    assert present.table_cells(rows[1])[-1] == "–"
+
+
+def test_messages_use_the_forms_words():
+    text = ("bf16 with backend='ort' needs the CUDA execution provider. Use backend='eager' for bf16, or "
+            "precision='no'; optim='adamw_torch_fused'; zero_stage=1 with num_processes=1.")
+    assert form.humanize(text) == ("bf16 with ONNX Runtime needs the CUDA execution provider. Use PyTorch (eager) "
+                                   "for bf16, or fp32; fused AdamW (torch); ZeRO-1 with 1 process.")
+    assert form.problem_lines([Problem("backend", "x"), Problem("zero_stage", "y")]) == ["engine: x", "ZeRO-1: y"]
+
+
+def test_unavailable_options_are_explained_without_hovering():
+    table = {"precision": {"no": None, "bf16": "bf16 with backend='ort' needs CUDA. Use backend='eager'."},
+             "zero_stage": {0: None}}
+    notes = form.unavailable_notes(table)
+    assert notes == {"precision": "<div class='ortnb-note'>unavailable here: <b>bf16</b>: bf16 with ONNX Runtime "
+                                  "needs CUDA</div>"}
