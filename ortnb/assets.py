@@ -75,13 +75,19 @@ def hamlet_text() -> str:
     return DATASETS["hamlet"].locate().read_text(encoding="utf-8", errors="replace")
 
 
-def load_model(name_or_path: str, task: str, dtype=None):
-    """(model, tokenizer) for a built-in name, a local directory or a Hub id."""
+def load_model(name_or_path: str, task: str, dtype=None, labels=None):
+    """(model, tokenizer) for a built-in name, a local directory or a Hub id.
+
+    ``labels`` (a ``data_checks.Labels``, what the data holds) sizes a classifier's head and names its
+    outputs in the saved config; without it a classifier has two unnamed classes.
+    """
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
 
     auto = AutoModelForCausalLM if task == "causal-lm" else AutoModelForSequenceClassification
-    extra = {"num_labels": 2} if task == "sequence-classification" else {}
+    extra = {}
+    if task == "sequence-classification":
+        extra = labels.model_kwargs() if labels is not None else {"num_labels": 2}
     if name_or_path == "smollm2":
         gguf = MODELS["smollm2"].locate()
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)

@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import inspect
 import json
+import os
 import textwrap
 from dataclasses import dataclass
 from enum import Enum
@@ -75,20 +76,25 @@ class RunConfig:
     @property
     def label(self) -> str:
         if self.name:
-            return self.name
+            return str(self.name)
+        # str() throughout: a hand-written config may hold any value, and validate() must be able to name it
         optimizer = {"adamw_torch": "AdamW", "adamw_torch_fused": "fused AdamW",
-                     "adamw_ort_fused": "ORT FusedAdam"}.get(self.optim, self.optim)
-        parts = [self.backend, optimizer]
+                     "adamw_ort_fused": "ORT FusedAdam"}.get(str(self.optim), str(self.optim))
+        parts = [str(self.backend), optimizer]
         if self.precision != "no":
-            parts.append(self.precision)
+            parts.append(str(self.precision))
         if self.zero_stage:
             parts.append(f"ZeRO-{self.zero_stage}")
         label = " + ".join(parts)
-        return f"{label} x{self.num_processes}" if self.num_processes > 1 else label
+        several = isinstance(self.num_processes, int) and self.num_processes > 1
+        return f"{label} x{self.num_processes}" if several else label
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)
-        if not isinstance(self.dataset, (str, type(None))):
+        for name in ("model", "dataset", "output_dir"):  # pathlib.Path values are written as their text
+            if isinstance(data[name], os.PathLike):
+                data[name] = os.fspath(data[name])
+        if not isinstance(data["dataset"], (str, type(None))):
             raise TypeError("A RunConfig holding an in-memory datasets.Dataset cannot be written as JSON; "
                             "save it with dataset.save_to_disk(path) or to a .jsonl file and pass the path.")
         return data
@@ -101,10 +107,16 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> "RunConfig":
+        """A RunConfig from field: value pairs; ConfigError (a ValueError) for anything else or unknown fields."""
+        from .errors import ConfigError
+
+        if not isinstance(data, dict):
+            raise ConfigError(f"a RunConfig is a mapping of field: value (e.g. {{\"model\": \"minilm\"}}), got a "
+                              f"{value_kind(data)}.")
         names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
+        unknown = sorted(set(map(str, data)) - names)
         if unknown:
-            raise ValueError(f"Unknown RunConfig field(s): {', '.join(unknown)}. Known: {', '.join(sorted(names))}.")
+            raise ConfigError(f"Unknown RunConfig field(s): {', '.join(unknown)}. Known: {', '.join(sorted(names))}.")
         return cls(**data)
 
     @classmethod
@@ -116,6 +128,12 @@ class RunConfig:
 
     def replace(self, **changes) -> "RunConfig":
         return dataclasses.replace(self, **changes)
+
+
+def value_kind(value) -> str:
+    """How a JSON/YAML reader's value is called in messages."""
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean",
+            type(None): "null (empty)"}.get(type(value), type(value).__name__)
 
 
 def fields() -> list[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import assets
+from . import assets, data_checks
 
 
 def raw_splits(dataset, task: str, eval_samples: int, seed: int):
@@ -17,6 +17,8 @@ def raw_splits(dataset, task: str, eval_samples: int, seed: int):
 
     if isinstance(dataset, str) and dataset == "rotten_tomatoes":
         train, validation = assets.rotten_tomatoes()
+        if not eval_samples:  # an empty eval set would still be "evaluated", with a meaningless result
+            return train, None
         return train, validation.select(range(min(eval_samples, len(validation))))
     if isinstance(dataset, str) and dataset == "hamlet":
         full = Dataset.from_dict({"text": [assets.hamlet_text()]})
@@ -39,6 +41,12 @@ def _from_file(path: Path):
         return Dataset.from_dict({"text": [path.read_text(encoding="utf-8", errors="replace")]})
     kind = "json" if path.suffix in (".json", ".jsonl") else "csv"
     return load_dataset(kind, data_files=str(path), split="train")
+
+
+def encode_labels(rows, labels: data_checks.Labels):
+    """Class names in the label column -> their ids (the model's config records the same mapping)."""
+    ids = labels.label2id
+    return rows.map(lambda batch: {"label": [ids[name] for name in batch["label"]]}, batched=True)
 
 
 def tokenize_classification(rows, tokenizer, seq_len: int):
@@ -65,12 +73,21 @@ def tokenize_causal(rows, tokenizer, seq_len: int, eval_blocks: int = 0):
 
 
 def build(dataset, task: str, tokenizer, seq_len: int, eval_samples: int = 0, seed: int = 0,
-          train_samples: int | None = None):
-    """(train, eval or None), tokenized for ``task``; ``train_samples`` keeps only the rows a run reads."""
+          train_samples: int | None = None, labels: data_checks.Labels | None = None):
+    """(train, eval or None), tokenized for ``task``; ``train_samples`` keeps only the rows a run reads.
+
+    ``labels`` (from ``data_checks.labels``, looked up when not given) maps class names to ids; a dataset
+    that cannot train raises ConfigError naming the file and row before anything is tokenized.
+    """
+    if task != "causal-lm":
+        labels = labels or data_checks.labels(dataset, task)
     train, evaluation = raw_splits(dataset, task, eval_samples, seed)
     if train_samples and task == "sequence-classification" and len(train) > train_samples:
         train = train.shuffle(seed=seed).select(range(train_samples))
     if task == "causal-lm":
         return tokenize_causal(train, tokenizer, seq_len, eval_blocks=eval_samples)
+    if labels is not None and labels.mapped:
+        train = encode_labels(train, labels)
+        evaluation = encode_labels(evaluation, labels) if evaluation is not None else None
     train = tokenize_classification(train, tokenizer, seq_len)
     return train, (tokenize_classification(evaluation, tokenizer, seq_len) if evaluation is not None else None)

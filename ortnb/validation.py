@@ -6,11 +6,13 @@ value of the closed fields, which is what the widgets grey out.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import assets
+from . import assets, data_checks
 from .hardware import Capabilities, capabilities
 from .config import Precision, RunConfig, Task
 from .errors import ConfigError
@@ -19,6 +21,13 @@ BACKENDS = ("eager", "ort", "compile")
 OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adamw_ort_fused")
 ZERO_STAGES = (0, 1, 2)
 DATA_SUFFIXES = (".csv", ".json", ".jsonl", ".txt")
+# A run folder is "<YYYYmmdd-HHMMSS>-<slug of the label>[-N]" (runner/layout.new_run_dir) and one file name
+# holds at most 255 bytes on Linux, macOS and Windows file systems: 16 bytes of time, up to 4 of suffix.
+NAME_LIMIT = 255 - len("20260101-120000-") - len("-999")
+ZERO3 = ("zero_stage=3 is not available in ortnb runs: ONNX Runtime cannot trace ZeRO-3's partitioned parameters, "
+         "so backend='ort' refuses it; ZeRO-3 works with backend='eager' when you train with ORTTrainer directly "
+         "(deepspeed={'zero_optimization': {'stage': 3}}), but the run worker does not yet gather the partitioned "
+         "weights when it saves the model. Choose zero_stage 0, 1 or 2.")
 CHOICE_FIELDS = {"backend": BACKENDS, "optim": OPTIMIZERS, "precision": tuple(p.value for p in Precision),
                  "zero_stage": ZERO_STAGES}
 
@@ -35,10 +44,19 @@ class Problem:
 def validate(cfg: RunConfig, caps: Capabilities | None = None) -> list[Problem]:
     """Every problem with ``cfg`` on this machine (empty when the run can start)."""
     caps = caps or capabilities()
+    cfg = _plain_paths(cfg)
     problems: list[Problem] = []
-    for check in (_check_numbers, _check_choices, _check_hardware, _check_model_and_data, _check_output):
+    for check in (_check_numbers, _check_choices, _check_hardware, _check_model_and_data, _check_data,
+                  _check_output, _check_name):
         check(cfg, caps, problems)
     return problems
+
+
+def _plain_paths(cfg: RunConfig) -> RunConfig:
+    """pathlib.Path values of the path fields as str, the form every check (and config.json) uses."""
+    changes = {name: os.fspath(getattr(cfg, name)) for name in ("model", "dataset", "output_dir")
+               if isinstance(getattr(cfg, name), os.PathLike)}
+    return cfg.replace(**changes) if changes else cfg
 
 
 def check(cfg: RunConfig, caps: Capabilities | None = None) -> None:
@@ -91,10 +109,12 @@ def _check_numbers(cfg, caps, problems):
 def _check_choices(cfg, caps, problems):
     for name, values in CHOICE_FIELDS.items():
         value = getattr(cfg, name)
-        if value not in values:
+        if name == "zero_stage" and _is_int(value) and value == 3:
+            problems.append(Problem(name, ZERO3))
+        elif value not in values:
             shown = ", ".join(map(str, values))
             problems.append(Problem(name, f"unknown value {value!r}. Choose between {shown}."))
-    if cfg.task is not None and cfg.task not in {t.value for t in Task}:
+    if cfg.task is not None and cfg.task not in tuple(t.value for t in Task):  # a tuple: a YAML list is no key
         problems.append(Problem("task", f"unknown task {cfg.task!r}. Choose sequence-classification or causal-lm."))
 
 
@@ -143,19 +163,20 @@ def _check_model_and_data(cfg, caps, problems):
         problems.append(Problem("task", f"{cfg.model} is an encoder (BERT) and cannot be a causal LM; use "
                                         "model='smollm2' or task='sequence-classification'."))
     data_task = _dataset_task(cfg, problems)
-    if task and data_task and data_task != task:
+    task = task or _task(cfg)  # a local folder without task= trains as a classifier in the worker
+    if data_task and data_task != task:
         problems.append(Problem("dataset", f"{cfg.dataset!r} is {data_task} data but the task is {task}; use "
                                            f"{'hamlet' if task == 'causal-lm' else 'rotten_tomatoes'} or change "
                                            "the model/task."))
-    limit = assets.MODELS[cfg.model].max_positions if cfg.model in assets.MODELS else None
+    limit = _builtin_model(cfg.model).max_positions if _builtin_model(cfg.model) else None
     if limit and _is_int(cfg.seq_len) and cfg.seq_len > limit:
         problems.append(Problem("seq_len", f"{cfg.model} reads at most {limit} tokens; use seq_len <= {limit}."))
 
 
 def _model_task(cfg, problems) -> str | None:
     model = cfg.model
-    if model in assets.MODELS:
-        return assets.MODELS[model].task
+    if _builtin_model(model):
+        return _builtin_model(model).task
     if not isinstance(model, str) or not model:
         problems.append(Problem("model", f"must be a name or path, got {model!r}."))
         return None
@@ -196,11 +217,98 @@ def _dataset_task(cfg, problems) -> str | None:
     return "causal-lm" if path.suffix == ".txt" else None
 
 
+def _check_data(cfg, caps, problems):
+    """What a cheap look at the rows finds (data_checks): encoding, bad lines, columns, labels."""
+    if any(p.field == "dataset" for p in problems):
+        return  # the data is missing or of the wrong kind: looking inside would only repeat that
+    text_file = isinstance(cfg.dataset, str) and cfg.dataset.endswith(".txt")
+    task = "causal-lm" if text_file else _task(cfg)
+    found = data_checks.look(cfg.dataset, task)
+    problems.extend(Problem("dataset", message) for message in found.problems)
+    if task == Task.SEQUENCE_CLASSIFICATION and found.rows and _is_int(cfg.eval_samples) \
+            and cfg.eval_samples >= found.rows:
+        problems.append(Problem("eval_samples", f"eval_samples={cfg.eval_samples} would hold out all {found.rows} "
+                                                "rows of the data and leave none to train on; use fewer, or 0 "
+                                                "for no evaluation."))
+    if found.labels is not None:
+        _check_head(cfg, found.labels, problems)
+
+
+def _task(cfg) -> str:
+    """The task the worker will train: the asked one, the built-in model's, else sequence classification."""
+    if cfg.task:
+        return cfg.task
+    model = _builtin_model(cfg.model)
+    return model.task if model else Task.SEQUENCE_CLASSIFICATION.value
+
+
+def _check_head(cfg, labels: data_checks.Labels, problems):
+    """A saved classifier keeps its head: loading it for another number of classes fails mid-run."""
+    folder = Path(cfg.model).expanduser() if isinstance(cfg.model, str) and not _builtin_model(cfg.model) else None
+    if folder is None or not (folder / "config.json").is_file():
+        return
+    try:
+        saved = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return  # an unreadable config fails in the loader with its own message
+    if not any(str(a).endswith("ForSequenceClassification") for a in saved.get("architectures") or []):
+        return
+    classes = len(saved.get("id2label") or {}) or saved.get("num_labels")
+    if classes and classes != labels.count:
+        problems.append(Problem("model", f"{folder.name} is a classifier with {classes} classes but the data has "
+                                         f"{labels.count}; start from its base model, or train on data with "
+                                         f"{classes} classes."))
+
+
 def _check_output(cfg, caps, problems):
-    target = Path(cfg.output_dir).expanduser()
-    existing = next((p for p in [target, *target.parents] if p.exists()), None)
-    if existing is not None and (not existing.is_dir() or not os.access(existing, os.W_OK)):
-        problems.append(Problem("output_dir", f"{existing} is not a writable folder; choose another output_dir."))
+    output = cfg.output_dir
+    if not isinstance(output, str) or not output.strip():
+        problems.append(Problem("output_dir", f"must be a folder path (str or pathlib.Path), got {output!r}; each "
+                                              "run creates a new folder under it, e.g. output_dir='runs'."))
+        return
+    target = Path(output).expanduser().absolute()
+    long_part = next((part for part in target.parts if len(part.encode()) > 255), None)
+    if long_part:
+        problems.append(Problem("output_dir", f"the folder name {long_part[:40]}... is {len(long_part.encode())} "
+                                              "bytes; file systems allow 255. Choose a shorter output_dir."))
+        return
+    existing = _nearest_existing(target)
+    if not existing.is_dir():
+        problems.append(Problem("output_dir", f"{existing} is a file, so {output} cannot be created under it; "
+                                              "choose another output_dir."))
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        problems.append(Problem("output_dir", f"{existing} is not writable for this user, so {output} cannot be "
+                                              f"created; choose another output_dir (for example under {Path.home()})."))
+
+
+def _nearest_existing(target: Path) -> Path:
+    """The folder (or file) where creating ``target`` would start; the root always exists."""
+    for path in [target, *target.parents]:
+        try:
+            if path.exists():
+                return path
+        except OSError:  # a parent that cannot be searched; the next one up says whether it is writable
+            continue
+    return Path(target.anchor)
+
+
+def _check_name(cfg, caps, problems):
+    name = cfg.name
+    if name is None:
+        return
+    if not isinstance(name, str):
+        problems.append(Problem("name", f"must be text or None, got {type(name).__name__} {name!r}."))
+        return
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")  # as runner/layout.new_run_dir names the folder
+    if len(slug) > NAME_LIMIT:
+        problems.append(Problem("name", f"is {len(slug)} characters as a folder name; the run folder is "
+                                        f"'<time>-<name>' and a file name holds at most 255 bytes, so use a name of "
+                                        f"at most {NAME_LIMIT} letters and digits."))
+
+
+def _builtin_model(model) -> assets.Asset | None:
+    """The built-in model of that name; None for anything else (a hand-written config may hold a list)."""
+    return assets.MODELS.get(model) if isinstance(model, str) else None
 
 
 def _is_int(value) -> bool:

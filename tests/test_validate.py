@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -30,7 +32,9 @@ BAD = [  # (changes, capabilities, field, what the message must say)
     ({"backend": "ortx"}, CPU, "backend", r"unknown value 'ortx'. Choose between eager, ort, compile"),
     ({"optim": "adamw_fast"}, CPU, "optim", r"unknown value 'adamw_fast'"),
     ({"precision": "fp8"}, CPU, "precision", r"Choose between no, bf16, fp16"),
-    ({"zero_stage": 3}, CPU, "zero_stage", r"Choose between 0, 1, 2"),
+    ({"zero_stage": 3}, CPU, "zero_stage", r"ONNX Runtime cannot trace ZeRO-3's partitioned parameters.*"
+                                           r"works with backend='eager'.*Choose zero_stage 0, 1 or 2"),
+    ({"zero_stage": 4}, CPU, "zero_stage", r"unknown value 4. Choose between 0, 1, 2"),
     ({"precision": "bf16"}, CPU, "precision", r"bf16 with backend='ort' needs the CUDA execution provider.*"
                                               r"backend='eager'"),
     ({"precision": "fp16", "backend": "eager"}, CPU, "precision", r"fp16 training needs a CUDA GPU.*bf16"),
@@ -64,7 +68,15 @@ BAD = [  # (changes, capabilities, field, what the message must say)
      "model", r"pip install gguf"),
     ({"dataset": "imdb_reviews"}, CPU, "dataset", r"not a built-in name"),
     ({"dataset": "hamlet"}, CPU, "dataset", r"causal-lm data but the task is sequence-classification"),
-    ({"output_dir": "/etc/hostname/runs"}, CPU, "output_dir", r"/etc/hostname is not a writable folder"),
+    ({"output_dir": "/etc/hostname/runs"}, CPU, "output_dir", r"/etc/hostname is a file, so /etc/hostname/runs "
+                                                              r"cannot be created"),
+    ({"output_dir": None}, CPU, "output_dir", r"must be a folder path \(str or pathlib.Path\), got None"),
+    ({"output_dir": 7}, CPU, "output_dir", r"must be a folder path .*got 7"),
+    ({"output_dir": "/tmp/" + "d" * 300}, CPU, "output_dir", r"is 300 bytes; file systems allow 255"),
+    ({"name": "x" * 236}, CPU, "name", r"is 236 characters as a folder name.*at most 235 letters and digits"),
+    ({"name": 42}, CPU, "name", r"must be text or None, got int 42"),
+    ({"task": ["causal-lm"]}, CPU, "task", r"unknown task \['causal-lm'\]"),
+    ({"model": ["tiny-bert"]}, CPU, "model", r"must be a name or path, got \['tiny-bert'\]"),
 ]
 
 
@@ -81,8 +93,9 @@ def test_the_battery_covers_at_least_20_distinct_cases():
     assert len(distinct) >= 20 and len({field for *_, field, _ in BAD}) >= 15
 
 
-def test_good_configurations_pass():
+def test_good_configurations_pass(tmp_path):
     assert validate(good(), CPU) == []
+    assert validate(good(name="x" * 235, output_dir=tmp_path / "new" / "runs"), CPU) == []  # a Path works too
     assert validate(good(backend="eager", precision="bf16"), CPU) == []
     assert validate(good(num_processes=2, zero_stage=1), CPU) == []
     assert validate(RunConfig(model="smollm2", dataset="hamlet", seq_len=256), CPU) == []
@@ -121,3 +134,27 @@ def test_field_help_comes_from_the_docstrings():
     from ortnb.config import fields
 
     assert all(RunConfig.help(name) for name in fields())
+
+
+def test_output_dir_without_permission(tmp_path, monkeypatch):
+    # the suite may run as root, for whom every folder is writable: stand in for a read-only folder
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != tmp_path and real_access(path, mode))
+    problems = validate(good(output_dir=str(tmp_path / "runs")), CPU)
+    assert [p.field for p in problems] == ["output_dir"]
+    assert re.search(rf"{re.escape(str(tmp_path))} is not writable for this user, so .*runs cannot be created; "
+                     r"choose another output_dir", problems[0].message)
+
+
+def test_path_fields_are_written_as_text(tmp_path):
+    cfg = good(output_dir=tmp_path / "runs")
+    assert json.loads(cfg.to_json())["output_dir"] == str(tmp_path / "runs")
+
+
+def test_from_dict_refuses_what_is_not_a_mapping():
+    with pytest.raises(ConfigError, match=r"a RunConfig is a mapping of field: value .*got a list"):
+        RunConfig.from_dict(["model", "minilm"])
+
+
+def test_label_of_a_hand_written_config_never_raises():
+    assert good(num_processes="2", optim=["x"]).label == "ort + ['x']"

@@ -1,0 +1,387 @@
+"""A cheap look at training data before any run starts, shared by ``validate()`` and the worker.
+
+The look reads the rows and the label column, never tokenizes: it finds what would otherwise fail
+minutes into a run (a bad JSON line, a missing column, labels the classifier head cannot hold) and
+infers the number of classes. Each message names the file and the line, row or column, and the way out.
+
+Lines are 1-based lines of a file; rows are 0-based indices of a ``datasets.Dataset`` (``ds[row]``).
+Files are looked at once per (path, modification time, size); built-in datasets are never read.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import assets
+
+CLASSIFICATION = "sequence-classification"
+TEXT, LABEL = "text", "label"
+_INT = re.compile(r"[+-]?\d+")
+_FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?|[+-]?(nan|inf)", re.IGNORECASE)
+# pandas (which reads CSV files for the run) turns these into booleans and missing values, so the look does too
+_CSV_BOOLS = {"true": True, "false": False}
+_CSV_MISSING = frozenset(['', '#N/A', '#N/A N/A', '#NA', '-1.#IND', '-1.#QNAN', '-NaN', '-nan', '1.#IND', '1.#QNAN',
+                          '<NA>', 'N/A', 'NA', 'NULL', 'NaN', 'None', 'n/a', 'nan', 'null'])
+
+
+@dataclass(frozen=True)
+class Labels:
+    """The classes a classification dataset holds: ``count`` ids 0..count-1 and, when known, their names."""
+
+    count: int
+    names: tuple[str, ...] | None = None
+    """Class names in id order (string labels, sorted; or a ClassLabel feature's names)."""
+    mapped: bool = False
+    """True when the label column holds the names and the run maps them to ids."""
+
+    @property
+    def label2id(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.names or ())}
+
+    def model_kwargs(self) -> dict:
+        """What ``from_pretrained``/a config needs so the head has ``count`` outputs and predictions are named."""
+        if not self.names:
+            return {"num_labels": self.count}
+        return {"num_labels": self.count, "id2label": dict(enumerate(self.names)), "label2id": self.label2id}
+
+
+@dataclass(frozen=True)
+class Look:
+    problems: tuple[str, ...] = ()
+    labels: Labels | None = None
+    rows: int | None = None  # None when unknown (built-ins, plain text)
+
+
+BUILT_IN = {"rotten_tomatoes": Look(labels=Labels(2)), "hamlet": Look()}
+
+
+def look(dataset, task: str | None) -> Look:
+    """Problems, labels and row count of ``dataset`` (a built-in name, a file or folder path, or a Dataset)."""
+    task = task or CLASSIFICATION
+    if isinstance(dataset, str) and dataset in BUILT_IN:
+        return BUILT_IN[dataset]
+    if isinstance(dataset, (str, Path)):
+        path = Path(dataset).expanduser()
+        if not path.exists():
+            return Look((f"{path} does not exist.",))
+        stamp = _stamp(path)
+        return _look_path(str(path), task, *stamp)
+    if hasattr(dataset, "column_names"):
+        return _look_dataset_cached(dataset, task)
+    return Look((f"must be a name, a file path or a datasets.Dataset, got {type(dataset).__name__}.",))
+
+
+def labels(dataset, task: str | None) -> Labels | None:
+    """The classes a run on ``dataset`` trains (None for a causal LM); ConfigError if the data cannot run."""
+    from .errors import ConfigError
+
+    found = look(dataset, task)
+    if found.problems:
+        raise ConfigError([f"dataset: {p}" for p in found.problems])
+    return found.labels if (task or CLASSIFICATION) == CLASSIFICATION else None
+
+
+# -- files ---------------------------------------------------------------------------------------
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    """What changes when a file (or a save_to_disk folder's state) is rewritten."""
+    target = path / "state.json" if path.is_dir() and (path / "state.json").exists() else path
+    stat = target.stat()
+    return stat.st_mtime_ns, stat.st_size
+
+
+@functools.lru_cache(maxsize=64)
+def _look_path(path: str, task: str, _mtime_ns: int, _size: int) -> Look:
+    """Cached per (path, task, mtime, size): the dashboard validates on every form change."""
+    file = Path(path)
+    if file.is_dir():
+        from datasets import load_from_disk
+
+        try:
+            return _look_dataset(load_from_disk(path), task, file.name)
+        except (OSError, ValueError) as error:
+            return Look((f"{file.name} cannot be read as a Dataset.save_to_disk() folder ({error}).",))
+    text, problem = _read_text(file)
+    if problem:
+        return Look((problem,))
+    if file.suffix == ".txt":
+        return Look(rows=None)
+    if file.suffix == ".csv":
+        records, problems = _csv_records(text, file.name)
+    else:
+        records, problems = _json_records(text, file.name)
+    if problems:
+        return Look(tuple(problems))
+    return _look_records(records, task, file.name)
+
+
+def _read_text(file: Path) -> tuple[str, str | None]:
+    """The file as text, or why it cannot be (empty, not UTF-8)."""
+    raw = file.read_bytes()
+    if not raw.strip():
+        return "", f"{file.name} is empty; put the training rows in it."
+    try:
+        return raw.decode("utf-8-sig"), None  # a byte-order mark is not part of the first column's name
+    except UnicodeDecodeError as error:
+        line = raw[:error.start].count(b"\n") + 1
+        return "", (f"{file.name} is not UTF-8 text: byte {error.start} (line {line}) is 0x{raw[error.start]:02x}; "
+                    f"re-encode it as UTF-8, e.g. iconv -f latin1 -t utf-8 {file.name} > utf8-{file.name}.")
+
+
+def _csv_records(text: str, name: str) -> tuple[list[tuple[str, dict]], list[str]]:
+    """(where, row) pairs of a CSV file with a header, values typed as pandas would read them."""
+    csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))  # pandas reads fields of any length
+    # strict: an unclosed quote is an error (pandas: "EOF inside string"), not a field that swallows the file
+    reader = csv.reader(io.StringIO(text), strict=True)
+    records, problems, start = [], [], 1
+    try:
+        header = next(reader)
+        start = reader.line_num + 1
+        for fields in reader:
+            where, start = f"line {start}", reader.line_num + 1
+            if not fields:
+                continue  # pandas skips blank lines too
+            if len(fields) != len(header):
+                problems.append(f"{name} {where} has {len(fields)} fields but the header has {len(header)} "
+                                f"({', '.join(header)}); quote fields that contain commas.")
+                continue
+            records.append((where, {k: _csv_value(v) for k, v in zip(header, fields)}))
+    except csv.Error as error:
+        return [], [f"{name} line {start} is not valid CSV ({error}); check the quotes that start there."]
+    if not records and not problems:
+        problems.append(f"{name} has a header ({', '.join(header)}) but no rows.")
+    return records, problems[:3]
+
+
+def _csv_value(text: str):
+    if text in _CSV_MISSING:
+        return None
+    if _INT.fullmatch(text.strip()):
+        return int(text)
+    if _FLOAT.fullmatch(text.strip()):
+        return float(text)
+    return _CSV_BOOLS.get(text.lower(), text)
+
+
+def _json_records(text: str, name: str) -> tuple[list[tuple[str, dict]], list[str]]:
+    """(where, row) pairs of a JSON Lines file, or of a JSON file holding a list of objects."""
+    if text.lstrip().startswith("["):
+        try:
+            items = json.loads(text)
+        except json.JSONDecodeError as error:
+            return [], [f"{name} is not valid JSON at line {error.lineno} column {error.colno} ({error.msg}); "
+                        "fix the file."]
+        pairs = [(f"row {i}", item) for i, item in enumerate(items)]
+    else:
+        pairs, problems = _json_lines(text, name)
+        if problems:
+            return [], problems
+    if not pairs:
+        return [], [f"{name} holds no rows."]
+    bad = [(where, item) for where, item in pairs if not isinstance(item, dict)]
+    if bad:
+        where, item = bad[0]
+        return [], [f"{name} {where} is a JSON {_json_kind(item)}, not an object; write each row as "
+                    '{"text": ..., "label": ...}.']
+    return pairs, []
+
+
+def _json_lines(text: str, name: str) -> tuple[list[tuple[str, object]], list[str]]:
+    pairs, problems = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue  # the JSON reader skips blank lines
+        try:
+            pairs.append((f"line {number}", json.loads(line)))
+        except json.JSONDecodeError as error:
+            problems.append(f"{name} line {number} is not valid JSON ({error.msg}: column {error.colno}); fix or "
+                            "remove that line.")
+    if len(problems) > 3:  # the first few say enough, the count says how many
+        problems = problems[:3] + [f"{name}: {len(problems) - 3} more lines are not valid JSON."]
+    return pairs, problems
+
+
+def _json_kind(value) -> str:
+    return {list: "list", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), "null")
+
+
+def _look_records(records: list[tuple[str, dict]], task: str, name: str) -> Look:
+    """Column and label checks on rows read from a file."""
+    found = list(dict.fromkeys(key for _, row in records for key in row))
+    needed = [TEXT, LABEL] if task == CLASSIFICATION else [TEXT]
+    missing = [column for column in needed if column not in found]
+    if missing:
+        return Look(tuple(_missing_column(name, column, found, task) for column in missing), rows=len(records))
+    problems = _text_problems(name, [(where, row.get(TEXT)) for where, row in records])
+    labels = None
+    if task == CLASSIFICATION:
+        values: dict = {}
+        for where, row in records:
+            value = row.get(LABEL)
+            values.setdefault(_key(value), (value, where))
+        labels, label_problems = labels_from_values(name, list(values.values()))
+        problems += label_problems
+    return Look(tuple(problems), labels if not problems else None, len(records))
+
+
+def _key(value):
+    """Dict key for a label value: 1, 1.0 and True are equal in Python but different labels here."""
+    return (type(value).__name__, value if isinstance(value, (int, float, str, bool, type(None))) else repr(value))
+
+
+def _missing_column(name: str, column: str, found: list[str], task: str) -> str:
+    what = ("each row's class, an id 0..K-1 or a name" if column == LABEL else
+            "the text to classify" if task == CLASSIFICATION else "the text to learn from")
+    shown = ", ".join(repr(c) for c in found) or "none"
+    return f"{name} has no {column!r} column for {what} (columns found: {shown}); rename that column to {column!r}."
+
+
+def _text_problems(name: str, values: list[tuple[str, object]]) -> list[str]:
+    bad = [(where, value) for where, value in values if not isinstance(value, str)]
+    if not bad:
+        return []
+    where, value = bad[0]
+    more = f" (and {len(bad) - 1} more rows)" if len(bad) > 1 else ""
+    what = "has no text (empty, null or NA)" if value is None else f"has a {_json_kind(value)} as text ({value!r:.40})"
+    return [f"{name} {where}{more} {what}; every row needs a string in {TEXT!r}."]
+
+
+# -- labels --------------------------------------------------------------------------------------
+
+
+def labels_from_values(name: str, values: list[tuple[object, str]]) -> tuple[Labels | None, list[str]]:
+    """Labels from each distinct label value and where it first occurs; or why they cannot train a classifier."""
+    first_of_kind: dict[type, str] = {}  # one message per kind of bad value: the first says what to fix
+    for value, where in values:
+        problem = _label_value_problem(name, value, where)
+        if problem:
+            first_of_kind.setdefault(type(value), problem)
+    if first_of_kind:
+        return None, list(first_of_kind.values())
+    names = [(value, where) for value, where in values if isinstance(value, str)]
+    ids = [(value, where) for value, where in values if not isinstance(value, str)]
+    if names and ids:
+        return None, [f"{name}: the {LABEL!r} column mixes numbers and names ({ids[0][0]!r} at {ids[0][1]}, "
+                      f"{names[0][0]!r} at {names[0][1]}); use class ids 0..K-1 or class names, not both."]
+    if len(values) < 2:
+        return None, [f"{name}: every row has the label {values[0][0]!r}; a classifier needs at least two classes."]
+    if names:
+        return Labels(len(names), tuple(sorted(value for value, _ in names)), mapped=True), []
+    return _integer_labels(name, ids)
+
+
+def _label_value_problem(name: str, value, where: str) -> str | None:
+    if value is None:
+        return f"{name} {where} has no label; give every row a {LABEL!r} or remove the rows without one."
+    if isinstance(value, bool):
+        return f"{name} {where}: label {value!r} is a boolean; use class ids 0/1 or class names."
+    if isinstance(value, float):
+        return (f"{name} {where}: label {value!r} is not a whole number; labels are class ids 0..K-1 "
+                "(write 1, not 1.0) or class names.")
+    if not isinstance(value, (int, str)):
+        return f"{name} {where}: label {value!r:.40} is a {_json_kind(value)}; each row takes one class id or name."
+    return None
+
+
+def _integer_labels(name: str, ids: list[tuple[int, str]]) -> tuple[Labels | None, list[str]]:
+    count = len(ids)
+    negative = [(value, where) for value, where in ids if value < 0]
+    if negative:
+        value, where = min(negative)
+        return None, [f"{name} {where}: label {value} is negative; class ids run 0..K-1 (rows without a class "
+                      "are often marked -1: remove them)."]
+    outside = [(value, where) for value, where in ids if value >= count]
+    if outside:
+        value, where = max(outside)
+        shown = ", ".join(str(v) for v, _ in sorted(ids))
+        return None, [f"{name} {where}: label {value} is outside 0..{count - 1}: the {count} distinct labels "
+                      f"({shown}) must be the class ids 0..{count - 1}; renumber them or use class names."]
+    return Labels(count), []
+
+
+# -- datasets.Dataset ----------------------------------------------------------------------------
+
+_DATASETS: dict[tuple[str, str], Look] = {}
+
+
+def _look_dataset_cached(dataset, task: str) -> Look:
+    """Cached by the Dataset's fingerprint, which changes with every transform of its rows."""
+    key = (getattr(dataset, "_fingerprint", None) or str(id(dataset)), task)
+    if key not in _DATASETS:
+        if len(_DATASETS) > 32:
+            _DATASETS.clear()
+        _DATASETS[key] = _look_dataset(dataset, task, "the Dataset")
+    return _DATASETS[key]
+
+
+def _look_dataset(dataset, task: str, name: str) -> Look:
+    if not hasattr(dataset, "features"):  # a DatasetDict: which split to train is not ours to guess
+        return Look((f"{name} is a DatasetDict with splits {', '.join(dataset)}; pass one split, e.g. "
+                     f"dataset['train'].",))
+    columns = list(dataset.column_names)
+    needed = [TEXT, LABEL] if task == CLASSIFICATION else [TEXT]
+    missing = [column for column in needed if column not in columns]
+    if missing:
+        return Look(tuple(_missing_column(name, column, columns, task) for column in missing), rows=len(dataset))
+    if len(dataset) == 0:
+        return Look((f"{name} has no rows.",), rows=0)
+    problems = _dataset_text_problems(dataset, name)
+    labels = None
+    if task == CLASSIFICATION:
+        labels, label_problems = _dataset_labels(dataset, name)
+        problems += label_problems
+    return Look(tuple(problems), labels if not problems else None, len(dataset))
+
+
+def _dataset_text_problems(dataset, name: str) -> list[str]:
+    feature = dataset.features[TEXT]
+    dtype = getattr(feature, "dtype", type(feature).__name__)
+    if dtype not in ("string", "large_string"):
+        return [f"{name}: column {TEXT!r} holds {dtype}, not strings; put the raw text in {TEXT!r} (ortnb tokenizes "
+                "it)."]
+    column = _arrow_column(dataset, TEXT)
+    if column.null_count:
+        import pyarrow.compute as pc
+
+        row = pc.index(column.is_null(), True).as_py()
+        count = column.null_count
+        return [f"{name} row {row} has no text ({count} row{'s' if count > 1 else ''} without it); fill or drop "
+                "such rows."]
+    return []
+
+
+def _dataset_labels(dataset, name: str) -> tuple[Labels | None, list[str]]:
+    feature = dataset.features[LABEL]
+    column = _arrow_column(dataset, LABEL)
+    distinct = column.unique().to_pylist()
+    where = functools.partial(_first_row, column)
+    names = getattr(feature, "names", None)
+    if names:  # a ClassLabel: its names are the classes, the column holds their ids
+        bad = [v for v in distinct if v is None or not 0 <= v < len(names)]
+        if bad:
+            return None, [f"{name} {where(bad[0])}: label {bad[0]} is not a class of the ClassLabel feature "
+                          f"(ids 0..{len(names) - 1}: {', '.join(names)}); remove rows without a class."]
+        return Labels(len(names), tuple(names)), []
+    return labels_from_values(name, [(value, where(value)) for value in distinct])
+
+
+def _arrow_column(dataset, column: str):
+    """The column as pyarrow data, in the Dataset's row order (select/shuffle/filter keep an index mapping)."""
+    if getattr(dataset, "_indices", None) is not None:
+        dataset = dataset.flatten_indices()
+    return dataset.data.column(column)
+
+
+def _first_row(column, value) -> str:
+    import pyarrow.compute as pc
+
+    mask = column.is_null() if value is None else pc.equal(column, value)
+    row = pc.index(mask, True).as_py()
+    return f"row {row}" if row >= 0 else "a row"  # NaN equals nothing, so it has no first row
