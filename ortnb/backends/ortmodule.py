@@ -14,6 +14,7 @@ import inspect
 import logging
 import os
 import time
+import traceback
 import types
 import weakref
 from dataclasses import dataclass, field
@@ -28,6 +29,26 @@ from . import ort_compat
 from .custom_functions import guard_custom_autograd_functions
 
 logger = logging.getLogger("ortnb")
+
+# Called with a phase name as ORTModule begins it during a first forward: "ONNX export", "graph build",
+# then "first step" once the session exists and the graph runs. The runner writes them as phase events.
+_PHASE_LISTENERS: list[Callable[[str], None]] = []
+
+
+def add_phase_listener(listener: Callable[[str], None]) -> Callable[[], None]:
+    """Call ``listener(phase)`` whenever an ORT backend begins a phase of its first forward; returns a
+    function that removes it."""
+    _PHASE_LISTENERS.append(listener)
+    return lambda: _PHASE_LISTENERS.remove(listener) if listener in _PHASE_LISTENERS else None
+
+
+def _announce(phase: str) -> None:
+    for listener in list(_PHASE_LISTENERS):
+        try:
+            listener(phase)
+        except Exception:  # noqa: BLE001 - inside ORT's forward, an exception would read as an ORT failure
+            logger.debug("ortnb: a phase listener failed on %r", phase, exc_info=True)
+
 
 # model -> its OrtEngine. Kept outside the model's __dict__ so that copy.deepcopy(model) (ORT's own
 # schema probe, EMA callbacks) copies a plain model instead of trying to pickle an ORT session.
@@ -53,6 +74,7 @@ class EngineStats:
     providers: list[str] = field(default_factory=list)
     first_forward_s: float | None = None  # the first training forward: export, graph build, session, run
     first_forward_phases_s: dict[str, float] = field(default_factory=dict)
+    fallback_detail: str | None = None  # ORT's whole error and traceback, kept here instead of printed
 
 
 class _ModuleWithLoss(torch.nn.Module):
@@ -85,16 +107,25 @@ class OrtEngine:
         ortmodule = ort_compat.load_ortmodule()
         guard_custom_autograd_functions()
         from onnxruntime.training.ortmodule import DebugOptions, LogLevel
-        from onnxruntime.training.ortmodule._fallback import _FallbackPolicy
 
         ortmodule.ONNX_OPSET_VERSION = self.options.opset  # read when the execution managers are created
         debug = DebugOptions(log_level=getattr(LogLevel, self.options.log_level), **self._dump_options())
         target = _ModuleWithLoss(self.model, self.options.loss_fn) if self.options.loss_fn else self.model
+        _quiet_fallback_tracebacks(_ort_logger_name())  # before ORTModule: it can fall back while it initialises
         ort = ortmodule.ORTModule(target, debug_options=debug)
+        _quiet_fallback_tracebacks(ort._logger.name)
+        if type(ort._torch_module).__name__ == "TorchModulePytorch":  # fell back at initialisation
+            return self._finish_ortmodule(ort)
         manager = ort._torch_module._execution_manager
         for training in (True, False):
             runtime = manager(training)._runtime_options
             runtime.memory_optimization_level = self.options.memory_optimizer_level
+        _watch_phases(manager(True).time_tracker)
+        return self._finish_ortmodule(ort)
+
+    def _finish_ortmodule(self, ort):
+        from onnxruntime.training.ortmodule._fallback import _FallbackPolicy
+
         if self.options.fallback == "error":
             ort._fallback_manager.policy = _FallbackPolicy.FALLBACK_DISABLE
         ort.train(True)
@@ -135,11 +166,14 @@ class OrtEngine:
         if self.stats.ort_steps == 0 and self.stats.pytorch_steps == 0:
             self.stats.first_forward_s = seconds
             self.stats.fallback = self._fallback_reason()
+            self.stats.fallback_detail = self._fallback_detail()
             self.stats.providers = self._providers()
             self.stats.first_forward_phases_s = self._initialisation_phases()
             if self.stats.fallback:
-                logger.warning("ortnb: ONNX Runtime could not run %s; PyTorch runs it instead "
-                               "(ort_fallback='allow'). Reason: %s", type(self.model).__name__, self.stats.fallback)
+                # One line; ORT's own warning (its whole traceback) is silenced by _QuietFallback.
+                logger.warning("ortnb: ONNX Runtime could not train %s (%s); PyTorch runs it instead "
+                               "(ort_fallback='allow'). Full error: the engine report's fallback_detail.",
+                               type(self.model).__name__, _first_line(self.stats.fallback))
         if self.stats.fallback:
             self.stats.pytorch_steps += 1
         else:
@@ -152,6 +186,12 @@ class OrtEngine:
         if type(self._ort._torch_module).__name__ == "TorchModulePytorch":
             return "ORTModule switched to PyTorch at initialisation"
         return None
+
+    def _fallback_detail(self) -> str | None:
+        exception = self._ort._fallback_manager._exception
+        if exception is None:
+            return None
+        return "".join(traceback.format_exception(exception))
 
     def _providers(self) -> list[str]:
         if self.stats.fallback:
@@ -187,6 +227,7 @@ class OrtEngine:
         return {
             "engine": "onnxruntime" if ran_ort else "pytorch",
             "fallback": self.stats.fallback,
+            "fallback_detail": self.stats.fallback_detail,
             "ort_version": ort_version(),
             "providers": self.stats.providers,
             "graphs": self.graphs(),
@@ -204,6 +245,64 @@ class OrtEngine:
         if not folder or not os.path.isdir(folder):
             return []
         return sorted(str(path) for path in Path(folder).glob("*.onnx"))
+
+
+class _QuietFallback(logging.Filter):
+    """Drops ORT's "Fallback to PyTorch due to exception ..." warning, which prints the whole traceback
+    (60 lines for a failed export) into the user's output. The engine logs one line instead and keeps
+    the full text in the engine report's ``fallback_detail``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Fallback to PyTorch due to exception")
+
+
+_QUIET_FALLBACK = _QuietFallback()
+
+
+def _quiet_fallback_tracebacks(logger_name: str) -> None:
+    ort_logger = logging.getLogger(logger_name)
+    if _QUIET_FALLBACK not in ort_logger.filters:
+        ort_logger.addFilter(_QUIET_FALLBACK)
+
+
+def _ort_logger_name() -> str:
+    """The logger ORTModule is about to use: named as its _logger.configure_ortmodule_logger names it."""
+    from onnxruntime.training.ortmodule._utils import get_rank, get_world_size
+
+    return f"orttraining.rank-{get_rank()}" if get_world_size() > 1 else "orttraining"
+
+
+def _watch_phases(tracker) -> None:
+    """Announce ORTModule's phases as they begin, from its own TimeTracker (which the training manager and
+    its graph transition manager call around export, graph build and session creation)."""
+    from onnxruntime.training.ortmodule._logger import ORTModuleInitPhase
+
+    begins = {ORTModuleInitPhase.EXPORT: "ONNX export", ORTModuleInitPhase.GRAPH_BUILDER_INIT: "graph build",
+              ORTModuleInitPhase.BUILD_GRAPH: "graph build"}
+    start, end = tracker.start, tracker.end
+    last = [None]
+
+    def announce(name: str) -> None:
+        if name != last[0]:  # graph builder init and graph build are one phase to the user
+            last[0] = name
+            _announce(name)
+
+    def on_start(phase):
+        if phase in begins:
+            announce(begins[phase])
+        start(phase)
+
+    def on_end(phase):
+        end(phase)
+        if phase == ORTModuleInitPhase.CREATE_SESSION:
+            announce("first step")
+
+    tracker.start, tracker.end = on_start, on_end
+
+
+def _first_line(text: str, limit: int = 160) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else text
+    return line if len(line) <= limit else line[:limit].rstrip() + " ..."
 
 
 def _short(error: BaseException, limit: int = 600) -> str:

@@ -1,4 +1,5 @@
-"""RunCallback: per-step measurements, the stop request and the NaN guard, inside an ORTTrainer run."""
+"""RunCallback: per-step measurements, the stop request, the NaN guard and the run-folder guard, inside an
+ORTTrainer run."""
 
 from __future__ import annotations
 
@@ -37,6 +38,16 @@ def _gather(values: list[float]) -> list[list[float]]:
     return [t.tolist() for t in gathered]
 
 
+class RunFolderDeleted(RuntimeError):
+    pass
+
+
+def folder_gone(run_dir: Path, writes_metrics: bool) -> bool:
+    """Whether the run folder (or, on the writing rank, its metrics file) was deleted under the run."""
+    run_dir = Path(run_dir)
+    return not (run_dir / layout.CONFIG).exists() or (writes_metrics and not (run_dir / layout.METRICS).exists())
+
+
 class RunCallback(TrainerCallback):
     def __init__(self, run_dir: Path, writer, *, samples_per_step: int, seq_len: int, flops_per_step: float,
                  peak_flops: float | None):
@@ -59,7 +70,12 @@ class RunCallback(TrainerCallback):
         step_time, self._last = now - self._last, now
         gpu = torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else 0.0
         stop_requested = float((self.run_dir / layout.STOP).exists())
-        ranks = _gather([peak_rss_mb(), optimizer_state_bytes(optimizer) / 2**20, gpu, stop_requested])
+        gone = float(folder_gone(self.run_dir, self.writer is not None))
+        ranks = _gather([peak_rss_mb(), optimizer_state_bytes(optimizer) / 2**20, gpu, stop_requested, gone])
+        if any(r[4] for r in ranks):  # every rank sees it and stops: carrying on would recreate the folder
+            raise RunFolderDeleted(f"The run folder {self.run_dir} was deleted while the run trained (seen after "
+                                   f"step {state.global_step}); training stopped without writing anything. "
+                                   "Launch the run again.")
         self._pending = {
             "step": state.global_step, "wall_time": time.time(), "step_time": step_time,
             "samples_per_s": self.samples_per_step / step_time,

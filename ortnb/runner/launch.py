@@ -7,23 +7,31 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 from .. import metrics
 from ..config import RunConfig
 from ..validation import check
-from . import layout
+from . import control, layout, liveness, status_file
+from .stream import append_event
+
+
+FORCE_GRACE_S = 10.0  # after SIGTERM, how long the ranks get before SIGKILL
+SETTLE_S = 30.0  # after the final event, how long wait() lets the processes exit (torchrun tears down)
 
 
 class Run:
-    """A run in worker processes. Every property reads the run directory; nothing blocks."""
+    """A run in worker processes. Every property reads the run folder and nothing blocks, so a Run from
+    ``attach(run_dir)`` in a new kernel knows as much as the one ``launch`` returned."""
 
     def __init__(self, config: RunConfig, run_dir: Path, process: subprocess.Popen | None):
         self.config = config
-        self.run_dir = Path(run_dir)
+        self.run_dir = Path(run_dir).resolve()
         self._process = process
         self._reader = metrics.MetricsReader(self.run_dir / layout.METRICS)
+        self._processes: dict[str, dict] = {}  # kept in memory: they outlive a deleted run folder
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -42,88 +50,174 @@ class Run:
         return metrics.events(self.records())
 
     @property
+    def bad_lines(self) -> int:
+        """Complete lines of metrics.jsonl that were not JSON (skipped; a full disk leaves one)."""
+        self._reader.poll()
+        return self._reader.bad_lines
+
+    @property
+    def phase(self) -> str | None:
+        """What the run does before its first step (see metrics.current_phase); None afterwards."""
+        return metrics.current_phase(self.records())
+
+    @property
     def status(self) -> str:
         """starting, running, completed, stopped or failed."""
-        records = self.records()
-        final = [e["event"] for e in metrics.events(records) if e["event"] in ("completed", "stopped", "failed")]
-        if final:
-            return final[-1]
-        if self._process is not None and self._process.poll() is not None:
-            return "failed"  # the supervisor died without a final event
-        return "running" if metrics.events(records, "started") else "starting"
+        return self._state()[0]
 
     @property
     def done(self) -> bool:
-        return self.status in ("completed", "stopped", "failed")
+        return self.status in metrics.FINAL_EVENTS
+
+    @property
+    def alive(self) -> bool:
+        """Whether any process of this run still runs (known from the run folder, see liveness.py)."""
+        return liveness.check(self.run_dir, self._known_processes()).alive
 
     @property
     def error(self) -> str | None:
-        """The worker's error and traceback tail, if the run failed."""
-        failed = metrics.events(self.records(), "failed")
-        if not failed:
-            return None
-        return f"{failed[-1].get('error', '')}\n{failed[-1].get('traceback', '')}".strip()
+        """Why the run failed: the worker's error and traceback tail, or what the run folder tells."""
+        status, error = self._state()
+        return error if status == "failed" else None
 
     def summary(self) -> dict:
         return {"label": self.config.label, "status": self.status, "run_dir": str(self.run_dir),
                 **metrics.summarize(self.records(), self.config.warmup_steps)}
 
     def load_model(self):
-        """The trained model (or the last checkpoint of a stopped run), as PyTorch."""
+        """The trained model (or the last whole checkpoint of a stopped run), as PyTorch."""
         from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
 
         folder = self.run_dir / layout.MODEL
         if not folder.exists():
-            checkpoints = sorted(self.run_dir.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+            checkpoints = layout.checkpoints(self.run_dir)
             if not checkpoints:
-                raise FileNotFoundError(f"{self.run_dir} holds no model yet (status: {self.status}).")
+                raise FileNotFoundError(f"{self.run_dir} holds no model and no whole checkpoint (status: "
+                                        f"{self.status}); a run saves its model when it completes and a "
+                                        "checkpoint when stop() ends it between steps.")
             folder = checkpoints[-1]
         config = json.loads((folder / "config.json").read_text())
         causal = any(a.endswith("ForCausalLM") for a in config.get("architectures", []))
         return (AutoModelForCausalLM if causal else AutoModelForSequenceClassification).from_pretrained(folder)
 
+    def _state(self) -> tuple[str, str | None]:
+        """(status, error): the final event; else status.json; else alive or not, from the folder."""
+        self._reap()
+        final = metrics.final_event(self.records())
+        if final is None:
+            stored = status_file.read(self.run_dir) or {}
+            if stored.get("status") in metrics.FINAL_EVENTS:
+                return stored["status"], _error_text(stored)
+            life = liveness.check(self.run_dir, self._known_processes())
+            if life.alive:
+                return ("running" if metrics.events(self.records(), "started") else "starting"), None
+            final = metrics.final_event(self.records())  # it may have landed while we looked
+            if final is None:
+                return "failed", self._why_it_ended(life.reason)
+        return final["event"], _error_text(final)
+
+    def _why_it_ended(self, reason: str | None) -> str:
+        if not (self.run_dir / layout.CONFIG).exists():
+            return (f"the run folder was deleted while the run trained ({self.run_dir}); its ranks stopped at "
+                    "their next step and nothing of the run is left (metrics, checkpoints, model). Launch it again.")
+        log = self.run_dir / layout.LOG
+        tail = log.read_text(errors="replace")[-1500:].strip() if log.exists() else ""
+        return f"{reason}\n--- end of run.log ---\n{tail}" if tail else str(reason)
+
+    def _known_processes(self) -> dict[str, dict]:
+        if len(self._processes) < len(liveness.ROLES):  # the ranks and the writer are recorded a bit later
+            self._processes.update(liveness.read_processes(self.run_dir))
+        return self._processes
+
+    def _reap(self) -> None:
+        if self._process is not None:
+            self._process.poll()  # collects an ended supervisor, so no zombie stays under the kernel
+
     # -- control ----------------------------------------------------------------------------
 
-    def wait(self, timeout: float | None = None) -> str:
-        """Block until the run ends (or ``timeout`` seconds); returns the status."""
-        if self._process is not None:
-            try:
-                self._process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
+    def wait(self, timeout: float | None = None, interval: float = 0.5) -> str:
+        """Block until the run ends and its processes have exited (or ``timeout`` seconds pass); returns
+        the status. Works the same for a run from attach(): it polls the run folder."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        ended = None
+        while True:
+            if self.done:
+                ended = ended or time.monotonic()
+                if not self._any_process_alive() or time.monotonic() - ended > SETTLE_S:
+                    break
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                break
+            time.sleep(interval if remaining is None else min(interval, remaining))
         return self.status
 
     def stop(self, timeout: float = 30.0) -> str:
-        """Ask the ranks to checkpoint and stop after their current step; force them after ``timeout``."""
-        (self.run_dir / layout.STOP).touch()
-        if self._process is None:
+        """Ask the ranks to checkpoint and stop after their current step. If the run has not ended after
+        ``timeout`` s (a step longer than that), end it by force: SIGTERM, then SIGKILL after 10 s. The
+        stream then ends with a ``stopped`` event that has ``forced: True`` and a ``reason``."""
+        if self.done or not self.run_dir.exists():
             return self.status
-        try:
-            self._process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self._signal(signal.SIGTERM)
-            try:
-                self._process.wait(10)
-            except subprocess.TimeoutExpired:
-                self._signal(signal.SIGKILL)
-                self._process.wait()
+        control.request_stop(self.run_dir, timeout)
+        if self.wait(timeout) in metrics.FINAL_EVENTS:
+            return self.status
+        self._force()
         return self.status
 
-    def _signal(self, signum) -> None:
+    def _force(self) -> None:
+        processes = self._known_processes()
+        supervisor = processes.get("supervisor")
+        if supervisor and liveness.process_alive(supervisor):
+            control.signal_group(supervisor["pid"], signal.SIGTERM)  # it ends the ranks and records why
+        else:
+            for role in ("ranks", "writer"):
+                if role in processes:
+                    control.kill_tree(processes[role], signal.SIGTERM)
+        if not self._processes_end_within(FORCE_GRACE_S):
+            for role in ("ranks", "writer"):  # the supervisor lives on to write the final event
+                if role in processes:
+                    control.kill_tree(processes[role], signal.SIGKILL)
+            if not self._processes_end_within(5.0) and supervisor:
+                control.kill_tree(supervisor, signal.SIGKILL)
+                self._processes_end_within(5.0)
+        self._reap()
+        if metrics.final_event(self.records()) is None and (self.run_dir / layout.CONFIG).exists():
+            self._record_forced_stop()  # the supervisor was gone (or killed) before it could
+
+    def _record_forced_stop(self) -> None:
+        fields = {"forced": True, "reason": control.forced_stop_reason(self.run_dir)}
+        steps = metrics.steps(self.records())
+        fields["step"] = steps[-1].get("step") if steps else None
         try:
-            os.killpg(self._process.pid, signum)
-        except ProcessLookupError:
-            pass
+            append_event(self.run_dir / layout.METRICS, "stopped", **fields)
+        except OSError:
+            pass  # a full disk: status.json, reserved when the run started, still records it
+        status_file.write(self.run_dir, status="stopped", **fields)
+
+    def _any_process_alive(self) -> bool:
+        self._reap()
+        return any(liveness.process_alive(entry) for entry in self._known_processes().values())
+
+    def _processes_end_within(self, seconds: float) -> bool:
+        return wait_for(lambda: not self._any_process_alive(), seconds, interval=0.1)
 
     def __repr__(self) -> str:  # deterministic: nbval compares it
         steps = len(metrics.steps(self.records()))
         return f"Run({self.config.label!r}, status={self.status!r}, steps={steps})"
 
 
+def _error_text(record: dict) -> str | None:
+    """The error of a failed event or status.json: message and traceback tail."""
+    if record.get("event", record.get("status")) != "failed":
+        return None
+    return f"{record.get('error') or ''}\n{record.get('traceback') or ''}".strip() or "the run failed (no reason recorded)"
+
+
 def launch(cfg: RunConfig, launcher_args: list[str] | None = None) -> Run:
     """Check ``cfg`` (raising ConfigError with every problem), create a new run directory and start
     the run in a supervisor process. Returns at once."""
     check(cfg)
+    # Absolute, so that a later os.chdir in the kernel does not lose the run or its model.
+    cfg = cfg.replace(output_dir=str(Path(cfg.output_dir).expanduser().resolve()))
     run_dir = layout.new_run_dir(cfg.output_dir, cfg.label)
     stored = _store_dataset(cfg, run_dir)
     stored.to_json(run_dir / layout.CONFIG)
@@ -131,6 +225,9 @@ def launch(cfg: RunConfig, launcher_args: list[str] | None = None) -> Run:
     with open(run_dir / layout.LOG, "ab") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                    cwd=os.getcwd())
+    liveness.record_process(run_dir, "supervisor", process.pid)  # the supervisor records itself too, later
+    # Collect the supervisor when it exits, whether or not anyone reads the run's status again.
+    threading.Thread(target=process.wait, name="ortnb-reaper", daemon=True).start()
     return Run(cfg, run_dir, process)
 
 
@@ -144,9 +241,13 @@ def _store_dataset(cfg: RunConfig, run_dir: Path) -> RunConfig:
 
 
 def attach(run_dir: str | Path) -> Run:
-    """A Run for an existing run directory (for example one started from the shell)."""
-    run_dir = Path(run_dir)
-    return Run(RunConfig.from_json(run_dir / layout.CONFIG), run_dir, None)
+    """A Run for an existing run directory (one started from the shell, or before a kernel restart)."""
+    run_dir = Path(run_dir).expanduser().resolve()
+    config = run_dir / layout.CONFIG
+    if not config.exists():
+        raise FileNotFoundError(f"{run_dir} is not a run folder: it holds no {layout.CONFIG}. Pass a folder that "
+                                "launch() or `ortnb run` created (it prints it; run.run_dir holds it).")
+    return Run(RunConfig.from_json(config), run_dir, None)
 
 
 def wait_for(predicate, timeout: float, interval: float = 0.2) -> bool:

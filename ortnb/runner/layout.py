@@ -13,16 +13,30 @@ STATUS = "status.json"
 LOG = "run.log"
 PEAK = "peak.json"
 MODEL = "model"
+HEARTBEAT = "heartbeat"  # touched every few seconds by the supervisor and the writing rank
 
 
 def error_file(run_dir: Path, rank: int) -> Path:
     return Path(run_dir) / f"error-rank{rank}.txt"
 
 
+def process_file(run_dir: Path, role: str) -> Path:
+    """pid-supervisor.json, pid-ranks.json, pid-writer.json: which processes run this run (see liveness.py)."""
+    return Path(run_dir) / f"pid-{role}.json"
+
+
+def checkpoints(run_dir: Path) -> list[Path]:
+    """Trainer's checkpoint-N folders that hold a whole model (a save cut short holds no config.json
+    or weights), oldest first."""
+    found = [p for p in Path(run_dir).glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+    complete = [p for p in found if (p / "config.json").exists() and any(p.glob("model*.safetensors"))]
+    return sorted(complete, key=lambda p: int(p.name.split("-")[-1]))
+
+
 def new_run_dir(output_dir: str | Path, label: str) -> Path:
     """A fresh directory under output_dir: <time>-<label>, with -2, -3 ... if that exists already."""
     slug = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-") or "run"
-    base = Path(output_dir).expanduser() / f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}"
+    base = Path(output_dir).expanduser().resolve() / f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}"
     for attempt in range(1, 1000):
         candidate = base if attempt == 1 else base.with_name(f"{base.name}-{attempt}")
         try:

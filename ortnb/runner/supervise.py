@@ -1,6 +1,7 @@
-"""The supervisor: one process per run, outside the kernel. It measures the machine's peak once,
-starts the ranks (directly, or through torchrun for several), waits, and makes sure the stream
-ends with a final event even if a rank was killed.
+"""The supervisor: one process per run, outside the kernel. It records its pid and beats a heartbeat
+(liveness.py), measures the machine's peak once, starts the ranks (directly, or through torchrun for
+several), waits, and makes sure the stream ends with a final event and status.json holds the outcome
+even if a rank was killed, the stop had to be forced, or the disk filled up.
 
     python -m ortnb.runner.supervise RUN_DIR
 """
@@ -15,10 +16,9 @@ import sys
 from pathlib import Path
 
 from ..config import RunConfig
-from . import layout
-from .stream import MetricsWriter
-
-FINAL_EVENTS = ("completed", "stopped", "failed")
+from ..metrics import final_event, steps
+from . import control, layout, liveness, status_file
+from .stream import append_event
 
 
 def worker_command(cfg: RunConfig, run_dir: Path, launcher_args: list[str] | None = None) -> list[str]:
@@ -50,45 +50,94 @@ def record_peak(cfg: RunConfig, run_dir: Path) -> None:
     (run_dir / layout.PEAK).write_text(json.dumps({"dtype": dtype, "flops": peak}))
 
 
-def last_event(run_dir: Path) -> str | None:
-    from ..metrics import MetricsReader, events
+def read_records(run_dir: Path) -> list[dict]:
+    from ..metrics import MetricsReader
 
     reader = MetricsReader(run_dir / layout.METRICS)
     reader.poll()
-    found = [e["event"] for e in events(reader.records) if e["event"] in FINAL_EVENTS]
-    return found[-1] if found else None
+    return reader.records
 
 
 def error_tail(run_dir: Path) -> str:
     """The first rank's traceback, else the end of the launcher's log."""
     for path in sorted(run_dir.glob("error-rank*.txt")):
-        return path.read_text()[-3000:]
+        return path.read_text(errors="replace")[-3000:]
     log = run_dir / layout.LOG
     return log.read_text(errors="replace")[-3000:] if log.exists() else "no output"
 
 
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        name = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else str(-returncode)
+        hint = " (the system's out-of-memory killer sends it; see `dmesg`)" if name == "SIGKILL" else ""
+        return f"the ranks were killed by {name}{hint}"
+    return f"the ranks exited with code {returncode}"
+
+
 def supervise(run_dir: Path, launcher_args: list[str] | None = None) -> int:
+    run_dir = Path(run_dir).resolve()
+    liveness.record_process(run_dir, "supervisor", os.getpid())
+    status_file.reserve(run_dir)  # room for the final status even if the disk fills up later
+    heartbeat = liveness.start_heartbeat(run_dir)
     cfg = RunConfig.from_json(run_dir / layout.CONFIG)
     record_peak(cfg, run_dir)
     with open(run_dir / layout.LOG, "ab") as log:
         ranks = subprocess.Popen(worker_command(cfg, run_dir, launcher_args), env=worker_environment(cfg),
                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    liveness.record_process(run_dir, "ranks", ranks.pid)
+    terminated: list[int] = []
 
     def forward(signum, _frame):  # stop() escalates with SIGTERM: take the ranks down with us
-        os.killpg(ranks.pid, signum)
+        terminated.append(signum)
+        control.signal_group(ranks.pid, signum)
 
     signal.signal(signal.SIGTERM, forward)
     returncode = ranks.wait()
-    final = last_event(run_dir)
-    if final is None:
-        status = "failed" if returncode else "completed"
-        if returncode:
-            MetricsWriter(run_dir / layout.METRICS).event("failed", error=f"workers exited with code {returncode}",
-                                                          traceback=error_tail(run_dir))
-    else:
-        status = final
-    (run_dir / layout.STATUS).write_text(json.dumps({"status": status, "returncode": returncode}))
+    status = finish(run_dir, returncode, terminated=bool(terminated))
+    heartbeat.set()
     return 0 if status != "failed" else 1
+
+
+def finish(run_dir: Path, returncode: int, terminated: bool = False) -> str:
+    """Make sure the run ends with a final event and status.json; returns the final status."""
+    if not (run_dir / layout.CONFIG).exists():  # writing now would recreate a folder the user deleted
+        print(f"ortnb supervisor: the run folder {run_dir} was deleted while the run trained; nothing was "
+              "written.", file=sys.stderr, flush=True)
+        return "failed"
+    records = read_records(run_dir)
+    final = final_event(records)
+    if final is not None:
+        status_file.write(run_dir, status=final["event"], returncode=returncode, error=final.get("error"))
+        return final["event"]
+    if terminated and (run_dir / layout.STOP).exists():
+        fields = {"status": "stopped", "forced": True, "reason": control.forced_stop_reason(run_dir),
+                  "step": _last_step(records)}
+    elif returncode == 0:
+        fields = {"status": "completed", "step": _last_step(records)}
+    else:
+        worker = status_file.read(run_dir) or {}  # a rank that could not write the stream left its error here
+        ended = ("the supervisor was sent SIGTERM (not by stop()) and ended the ranks" if terminated
+                 else describe_exit(returncode))
+        fields = {"status": "failed", "error": worker.get("error") or ended,
+                  "traceback": worker.get("traceback") or error_tail(run_dir)}
+    _write_final(run_dir, fields, returncode)
+    return fields["status"]
+
+
+def _write_final(run_dir: Path, fields: dict, returncode: int) -> None:
+    event = {key: value for key, value in fields.items() if key != "status"}
+    try:
+        append_event(run_dir / layout.METRICS, fields["status"], **event)
+    except OSError as error:  # a full disk: status.json (reserved at the start) still carries the outcome
+        print(f"ortnb supervisor: could not append the final event to {layout.METRICS}: {error}", file=sys.stderr)
+    if not status_file.write(run_dir, **fields, returncode=returncode):
+        print(f"ortnb supervisor: could not write {layout.STATUS}; the run ended {fields['status']}: "
+              f"{fields.get('error') or fields.get('reason') or ''}", file=sys.stderr)
+
+
+def _last_step(records: list[dict]) -> int | None:
+    found = steps(records)
+    return found[-1].get("step") if found else None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -12,7 +13,7 @@ import traceback
 from pathlib import Path
 
 from ..config import RunConfig
-from . import layout
+from . import layout, liveness, status_file
 from .stream import MetricsWriter
 
 DEEPSPEED_CONFIG = {"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
@@ -41,22 +42,28 @@ def _no_cuda() -> bool:
     return not torch.cuda.is_available()
 
 
-def run(run_dir: Path, rank: int, world: int, fault: str | None = None) -> str:
-    """Train; returns "completed" or "stopped". Raises on failure."""
+def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = None) -> str:
+    """Train; returns "completed" or "stopped". Raises on failure. ``writer`` is None on the ranks that
+    do not write this folder's metrics."""
     import torch
 
     from .. import assets, data, flops
+    from ..backends import ortmodule
     from ..training import ORTTrainer
     from .callback import RunCallback
 
     cfg = RunConfig.from_json(run_dir / layout.CONFIG)
     torch.set_num_threads(cfg.threads or max(1, (os.cpu_count() or 1) // world))
-    writer = MetricsWriter(run_dir / layout.METRICS) if rank == 0 else None
+    phase = _phase_announcer(writer)
+    if writer:  # ORTModule's export and graph build, announced as ORT begins them during the first forward
+        ortmodule.add_phase_listener(phase)
     task = cfg.task or assets.MODELS.get(cfg.model, assets.Asset("", "", "sequence-classification")).task
     from transformers import set_seed
 
     set_seed(cfg.seed)  # new heads (the classifier) start from the same weights in every run being compared
+    phase("loading model")
     model, tokenizer = assets.load_model(cfg.model, task)
+    phase("tokenizing")
     train, evaluation = data.build(cfg.dataset, task, tokenizer, cfg.seq_len, cfg.eval_samples, cfg.seed,
                                    train_samples=cfg.max_steps * cfg.batch_size * world)
     peak = json.loads((run_dir / layout.PEAK).read_text())["flops"] if (run_dir / layout.PEAK).exists() else None
@@ -66,13 +73,16 @@ def run(run_dir: Path, rank: int, world: int, fault: str | None = None) -> str:
     trainer = ORTTrainer(model=model, args=training_arguments(cfg, run_dir, world), train_dataset=train,
                          eval_dataset=evaluation, processing_class=tokenizer, callbacks=[callback])
     callback.trainer = trainer
+    _never_recreate_the_folder(trainer, run_dir)
     if fault:
         from .faults import FaultCallback
 
         trainer.add_callback(FaultCallback(fault))
     if writer:
-        writer.event("started", label=cfg.label, world_size=world, task=task, train_samples=len(train),
+        writer.event("started", label=cfg.label, world_size=world, rank=rank, node_rank=_node_rank(),
+                     task=task, train_samples=len(train), max_steps=cfg.max_steps,
                      parameters=sum(p.numel() for p in model.parameters()))
+    phase("first step")
     trainer.train()
     outcome = "stopped" if callback.stopped else "completed"
     if evaluation is not None and outcome == "completed":
@@ -83,23 +93,104 @@ def run(run_dir: Path, rank: int, world: int, fault: str | None = None) -> str:
         trainer.save_model(str(run_dir / layout.MODEL))
     if writer:
         writer.event("engine", **trainer.engine_report())
-        writer.event(outcome, step=trainer.state.global_step)
+        final = {"forced": False} if outcome == "stopped" else {}
+        # The same on every rank when gradients were synchronised: lets nodes be compared (item 23).
+        writer.event(outcome, step=trainer.state.global_step, **final,
+                     parameter_checksum=parameter_checksum(trainer.model))
     return outcome
 
 
+def parameter_checksum(model) -> float:
+    """Sum of all parameters in float64: equal on every rank of a data-parallel run."""
+    import torch
+
+    with torch.no_grad():
+        return float(sum(p.detach().double().sum() for p in model.parameters()))
+
+
+def _phase_announcer(writer):
+    """phase(name) writes a phase event on the writing rank; a write that fails (a full disk) must not
+    stop the training it describes: the step records will fail loudly enough."""
+    def phase(name: str) -> None:
+        if writer is None:
+            return
+        try:
+            writer.event("phase", phase=name)
+        except OSError:
+            pass
+    return phase
+
+
+def _never_recreate_the_folder(trainer, run_dir: Path) -> None:
+    """Trainer writes the engine report with os.makedirs when train() ends, even after a failure; if the
+    user deleted the run folder, that would bring it back holding only engine_report.json."""
+    write = trainer.write_engine_report
+
+    def write_if_the_folder_exists():
+        return write() if (run_dir / layout.CONFIG).exists() else None
+
+    trainer.write_engine_report = write_if_the_folder_exists
+
+
+def _node_rank() -> int:
+    return int(os.environ.get("GROUP_RANK", os.environ.get("NODE_RANK", "0")))
+
+
+def open_writer(run_dir: Path, local_rank: int, fault: str | None):
+    """Local rank 0 writes its folder's metrics: on one machine that is rank 0; across nodes each node's
+    ``ortnb run`` follows its own run folder. Other ranks write nothing."""
+    if local_rank != 0:
+        return None
+    if fault and "diskfull" in fault:
+        from .faults import metrics_writer
+
+        return metrics_writer(run_dir / layout.METRICS, fault)
+    return MetricsWriter(run_dir / layout.METRICS)
+
+
+def report_failure(run_dir: Path, rank: int, writer, error: BaseException) -> None:
+    """Put the error where the notebook looks: the stream's failed event, else status.json; always the rank's
+    error file. Never writes into a deleted run folder."""
+    tail = traceback.format_exc()[-4000:]
+    if not (run_dir / layout.CONFIG).exists():
+        print(f"ortnb worker rank {rank}: {error}", file=sys.stderr, flush=True)
+        return
+    try:
+        layout.error_file(run_dir, rank).write_text(tail)
+    except OSError:
+        pass
+    if writer is None:
+        return
+    message = describe_error(error, run_dir)
+    try:
+        writer.event("failed", rank=rank, error=message, traceback=tail)
+    except OSError as write_error:
+        status_file.write(run_dir, status="failed", rank=rank, traceback=tail,
+                          error=f"{message} (metrics.jsonl could not take this error either: {write_error.strerror})")
+
+
+def describe_error(error: BaseException, run_dir: Path) -> str:
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        return (f"The disk holding {run_dir} is full ({error}). Free space (earlier runs in "
+                f"{run_dir.parent}, checkpoints) and launch the run again.")
+    return f"{type(error).__name__}: {error}"
+
+
 def main(argv: list[str] | None = None) -> int:
-    run_dir = Path((argv or sys.argv[1:])[0])
+    run_dir = Path((argv or sys.argv[1:])[0]).resolve()
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
+    fault = os.environ.get("ORTNB_FAULT")
+    writer = None
     try:
-        run(run_dir, rank, world, fault=os.environ.get("ORTNB_FAULT"))
+        writer = open_writer(run_dir, int(os.environ.get("LOCAL_RANK", "0")), fault)
+        if writer is not None:
+            liveness.record_process(run_dir, "writer", os.getpid())
+            liveness.start_heartbeat(run_dir)
+        run(run_dir, rank, world, writer, fault)
         return 0
     except BaseException as error:  # noqa: BLE001 - every failure must reach the notebook, even KeyboardInterrupt
-        tail = traceback.format_exc()[-4000:]
-        layout.error_file(run_dir, rank).write_text(tail)
-        if rank == 0:
-            MetricsWriter(run_dir / layout.METRICS).event("failed", rank=rank, error=f"{type(error).__name__}: "
-                                                                                     f"{error}", traceback=tail)
+        report_failure(run_dir, rank, writer, error)
         return 1
 
 

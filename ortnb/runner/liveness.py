@@ -1,0 +1,141 @@
+"""Is a run still running? Known from its folder alone, so a new kernel (``attach``) knows as much as
+the one that launched the run.
+
+- ``pid-supervisor.json``, ``pid-ranks.json`` (torchrun, or the one worker) and ``pid-writer.json``
+  (the rank that writes the metrics) name the processes that run it (pid, create time, host). On that host a pid counts as alive only if its create time matches, because pids are reused.
+- ``heartbeat`` is touched every HEARTBEAT_S seconds by the supervisor and by the rank that writes the
+  metrics. It is what a reader on another host (a shared folder) goes by, and what an error quotes.
+
+A run without a final event is alive while any recorded process lives (or, where processes cannot be
+checked, while the heartbeat is fresh); otherwise it ended without saying how, and ``reason`` says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import layout
+
+HEARTBEAT_S = 2.0
+STALE_S = 10.0  # five missed heartbeats
+ROLES = ("supervisor", "ranks", "writer")
+_DESCRIPTIONS = {"supervisor": "the supervisor", "ranks": "the ranks", "writer": "the writing rank"}
+
+
+# -- writing ------------------------------------------------------------------------------------
+
+def record_process(run_dir: Path, role: str, pid: int) -> None:
+    """Write pid-<role>.json atomically (launch and the supervisor may both record the supervisor)."""
+    import psutil
+
+    try:
+        created = psutil.Process(pid).create_time()
+    except psutil.NoSuchProcess:
+        created = None
+    entry = {"role": role, "pid": pid, "create_time": created, "host": socket.gethostname()}
+    path = layout.process_file(run_dir, role)
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(entry))
+    os.replace(temporary, path)
+
+
+def start_heartbeat(run_dir: Path, interval: float = HEARTBEAT_S) -> threading.Event:
+    """Touch RUN_DIR/heartbeat every ``interval`` s from a daemon thread; set the returned event to stop.
+
+    After creating the file here, the thread only updates its time: it never creates a file or a folder,
+    so a deleted run folder stays deleted."""
+    path = Path(run_dir) / layout.HEARTBEAT
+    try:
+        path.touch()
+    except OSError:
+        pass
+    stop = threading.Event()
+
+    def beat():
+        while not stop.wait(interval):
+            try:
+                os.utime(path)
+            except OSError:  # folder deleted or disk trouble: the readers will notice the silence
+                pass
+
+    threading.Thread(target=beat, name="ortnb-heartbeat", daemon=True).start()
+    return stop
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+def read_processes(run_dir: Path) -> dict[str, dict]:
+    found = {}
+    for role in ROLES:
+        try:
+            found[role] = json.loads(layout.process_file(run_dir, role).read_text())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def process_alive(entry: dict) -> bool | None:
+    """True/False for a process recorded on this host; None where this host cannot tell (another host)."""
+    import psutil
+
+    if entry.get("host") != socket.gethostname():
+        return None
+    try:
+        process = psutil.Process(entry["pid"])
+        same = entry.get("create_time") is None or abs(process.create_time() - entry["create_time"]) < 1.0
+        return same and process.status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.AccessDenied, KeyError, TypeError):
+        return False
+
+
+def heartbeat_age(run_dir: Path, now: float | None = None) -> float | None:
+    try:
+        touched = (Path(run_dir) / layout.HEARTBEAT).stat().st_mtime
+    except OSError:
+        return None
+    return max(0.0, (time.time() if now is None else now) - touched)
+
+
+@dataclass
+class Liveness:
+    alive: bool
+    reason: str | None = None  # why nothing runs any more, when nothing does
+
+
+def check(run_dir: Path, processes: dict[str, dict], now: float | None = None) -> Liveness:
+    """Whether anything still runs this run (see the module docstring)."""
+    states = {role: process_alive(entry) for role, entry in processes.items()}
+    if any(state is True for state in states.values()):
+        return Liveness(True)
+    age = heartbeat_age(run_dir, now)
+    uncheckable = not states or any(state is None for state in states.values())
+    if uncheckable and age is not None and age < STALE_S:
+        return Liveness(True)
+    return Liveness(False, explain(processes, states, age))
+
+
+def explain(processes: dict[str, dict], states: dict[str, bool | None], age: float | None) -> str:
+    """Why a run without a final event counts as ended, and what to do (pure)."""
+    heartbeat = "no heartbeat was ever written" if age is None else f"last heartbeat {age:.0f} s ago"
+    if not processes:
+        return (f"no process of this run is recorded (no pid-*.json) and {heartbeat}: it was started by an older "
+                "ortnb, or its supervisor never began. See run.log in the run folder, and launch the run again.")
+    ended = [f"{_DESCRIPTIONS.get(role, role)} (pid {entry.get('pid')})" for role, entry in processes.items()
+             if states.get(role) is False]
+    elsewhere = [f"{_DESCRIPTIONS.get(role, role)} (pid {entry.get('pid')} on {entry.get('host')})"
+                 for role, entry in processes.items() if states.get(role) is None]
+    parts = []
+    if ended:
+        parts.append(f"{' and '.join(ended)} ended without writing a final event")
+    if elsewhere:
+        parts.append(f"{' and '.join(elsewhere)} cannot be checked from this host and stopped beating")
+    if "ranks" not in processes and "writer" not in processes:
+        parts.append("the ranks were never started")
+    return (f"{'; '.join(parts)}; {heartbeat}. Nothing runs this run any more (killed, out of memory, or the "
+            "machine restarted): see run.log in the run folder, and launch the run again.")

@@ -1,0 +1,111 @@
+"""The metrics stream on exact lines: what the writer puts down and what the reader makes of it (no processes)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from ortnb import metrics
+from ortnb.runner.stream import MetricsWriter, append_event
+
+
+def step(n: int, loss: float = 0.5) -> dict:
+    return {"kind": "step", "step": n, "wall_time": 1.0, "step_time": 0.1, "samples_per_s": 80.0,
+            "tokens_per_s": 2560.0, "loss": loss, "learning_rate": 1e-3, "grad_norm": 1.0}
+
+
+def line(record: dict) -> bytes:
+    return (json.dumps(record) + "\n").encode()
+
+
+def test_a_malformed_line_is_skipped_and_counted_and_every_good_line_kept(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_bytes(line(step(1)) + b'{"kind": "step", "ste\n' + line(step(2)) + b"\x00\x00\x00\n" + line(step(3)))
+    reader = metrics.MetricsReader(path)
+    reader.poll()
+    assert [r["step"] for r in metrics.steps(reader.records)] == [1, 2, 3]
+    assert reader.bad_lines == 2
+    with open(path, "ab") as handle:  # later lines still arrive: the reader did not give up at the bad one
+        handle.write(line(step(4)))
+    assert [r["step"] for r in reader.poll()] == [4] and reader.bad_lines == 2
+
+
+def test_a_line_being_written_is_read_whole_once_its_newline_arrives(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    whole = line(step(1))
+    path.write_bytes(whole[:10])
+    reader = metrics.MetricsReader(path)
+    assert reader.poll() == [] and reader.bad_lines == 0  # not counted as bad: it is still being written
+    with open(path, "ab") as handle:
+        handle.write(whole[10:])
+    assert [r["step"] for r in reader.poll()] == [1] and reader.bad_lines == 0
+
+
+def test_a_multibyte_character_split_across_reads_survives(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    whole = (json.dumps({"kind": "event", "event": "started", "label": "ort + AdamW \u00e9\u00e9"},
+                        ensure_ascii=False) + "\n").encode()
+    cut = whole.index("\u00e9".encode()) + 1  # inside the two-byte character
+    path.write_bytes(whole[:cut])
+    reader = metrics.MetricsReader(path)
+    reader.poll()
+    with open(path, "ab") as handle:
+        handle.write(whole[cut:])
+    assert reader.poll()[0]["label"] == "ort + AdamW \u00e9\u00e9" and reader.bad_lines == 0
+
+
+def test_a_missing_file_reads_as_nothing_yet(tmp_path):
+    reader = metrics.MetricsReader(tmp_path / "absent.jsonl")
+    assert reader.poll() == [] and reader.bad_lines == 0
+
+
+def test_a_writer_after_a_broken_line_starts_on_a_fresh_line(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_bytes(line(step(1)) + line(step(2))[:15])  # a full disk cut the last line short
+    append_event(path, "failed", error="disk full")
+    reader = metrics.MetricsReader(path)
+    reader.poll()
+    assert [r.get("event") for r in reader.records] == [None, "failed"] and reader.bad_lines == 1
+
+
+def test_non_finite_numbers_stay_numbers(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    writer = MetricsWriter(path)
+    for n, loss in ((1, 0.7), (2, float("nan")), (3, float("inf"))):
+        writer.write(step(n, loss))
+    writer.close()
+    assert "NaN" in path.read_text() and "Infinity" in path.read_text()
+    reader = metrics.MetricsReader(path)
+    reader.poll()
+    frame = metrics.steps_frame(reader.records)
+    assert frame["loss"].dtype == float and math.isnan(frame["loss"][1]) and frame["loss"][2] == math.inf
+    assert frame["loss"].head(2).mean() == 0.7  # pandas skips the NaN instead of raising on a string
+
+
+def test_streams_of_older_runs_with_nan_strings_read_as_numbers():
+    records, bad = metrics.parse_lines(line({**step(1), "loss": "nan", "grad_norm": "inf"}))
+    assert bad == 0 and math.isnan(records[0]["loss"]) and records[0]["grad_norm"] == math.inf
+    events, _ = metrics.parse_lines(line({"kind": "event", "event": "started", "label": "nan"}))
+    assert events[0]["label"] == "nan"  # only step numbers are converted
+
+
+def test_current_phase_follows_phase_events_until_the_first_step():
+    def phase(name):
+        return {"kind": "event", "event": "phase", "phase": name, "time": 1.0}
+
+    records = []
+    assert metrics.current_phase(records) is None
+    for name in ("loading model", "tokenizing", "first step", "ONNX export", "graph build", "first step"):
+        records.append(phase(name))
+        assert metrics.current_phase(records) == name
+    assert metrics.current_phase([*records, step(1)]) is None
+    failed = {"kind": "event", "event": "failed", "error": "boom"}
+    assert metrics.current_phase([phase("tokenizing"), failed]) is None
+    assert set(metrics.PHASES) == {"loading model", "tokenizing", "ONNX export", "graph build", "first step"}
+
+
+def test_final_event_is_the_last_completed_stopped_or_failed():
+    started = {"kind": "event", "event": "started"}
+    stopped = {"kind": "event", "event": "stopped", "forced": True}
+    assert metrics.final_event([started]) is None
+    assert metrics.final_event([started, step(1), stopped, {"kind": "event", "event": "engine"}]) is stopped

@@ -1,0 +1,266 @@
+"""Run state that survives faults: a broken metrics line, dead processes, a full disk, a moved working
+directory, a forced stop, a deleted run folder. Hand-made run folders where no training is needed; real
+worker processes (tiny model, CPU) where it is."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+import ortnb
+from ortnb.runner import control, layout, liveness, status_file, supervise
+from ortnb.runner.launch import wait_for
+
+from .test_runner import alive_workers, assert_no_workers_within, tiny
+
+
+def step(n: int) -> dict:
+    return {"kind": "step", "step": n, "wall_time": 1.0, "step_time": 0.1, "samples_per_s": 80.0,
+            "tokens_per_s": 2560.0, "loss": 0.5}
+
+
+def event(name: str, **data) -> dict:
+    return {"kind": "event", "event": name, "time": 1.0, **data}
+
+
+def run_folder(tmp_path, *records, heartbeat_age: float | None = None):
+    """A run folder as launch leaves it, with these metrics lines (no processes recorded yet)."""
+    run_dir = tmp_path / "runs" / "20260101-000000-ort-adamw"
+    run_dir.mkdir(parents=True)
+    tiny(tmp_path).to_json(run_dir / layout.CONFIG)
+    (run_dir / layout.METRICS).write_text("".join(json.dumps(r) + "\n" for r in records))
+    if heartbeat_age is not None:
+        (run_dir / layout.HEARTBEAT).touch()
+        then = time.time() - heartbeat_age
+        os.utime(run_dir / layout.HEARTBEAT, (then, then))
+    return run_dir
+
+
+@pytest.fixture
+def ended_process():
+    """A real process that has come and gone: its pid and create time no longer run anything."""
+    process = subprocess.Popen(["sleep", "30"])
+    yield process
+    process.kill()
+    process.wait()
+
+
+def record_ended(run_dir, role, process):
+    liveness.record_process(run_dir, role, process.pid)
+    process.kill()
+    process.wait()
+
+
+def zombies() -> list[psutil.Process]:
+    return [c for c in psutil.Process().children(recursive=True) if c.status() == psutil.STATUS_ZOMBIE]
+
+
+# -- liveness from the folder alone (no training) ------------------------------------------------
+
+def test_a_run_whose_processes_all_ended_reads_failed_with_what_happened(tmp_path, ended_process):
+    run_dir = run_folder(tmp_path, event("started"), step(1), heartbeat_age=12)
+    record_ended(run_dir, "supervisor", ended_process)
+    run = ortnb.attach(run_dir)
+    started = time.monotonic()
+    assert run.wait(30) == "failed" and time.monotonic() - started < 5
+    assert not run.alive
+    assert f"the supervisor (pid {ended_process.pid}) ended without writing a final event" in run.error
+    assert "last heartbeat 12 s ago" in run.error and "launch the run again" in run.error
+
+
+def test_a_run_with_a_live_process_reads_running_and_wait_blocks(tmp_path):
+    run_dir = run_folder(tmp_path, event("started"), step(1), heartbeat_age=60)
+    liveness.record_process(run_dir, "ranks", os.getpid())  # this test process stands in for the ranks
+    run = ortnb.attach(run_dir)
+    assert run.status == "running" and run.alive and run.error is None
+    started = time.monotonic()
+    assert run.wait(1.0) == "running"
+    assert time.monotonic() - started >= 1.0  # it waited for the run instead of returning at once
+    with open(run_dir / layout.METRICS, "a") as handle:
+        handle.write(json.dumps(event("completed", step=1)) + "\n")
+    assert run.status == "completed"
+
+
+def test_a_reused_pid_does_not_count_as_the_run(tmp_path):
+    run_dir = run_folder(tmp_path, event("started"))
+    liveness.record_process(run_dir, "supervisor", os.getpid())
+    entry = json.loads(layout.process_file(run_dir, "supervisor").read_text())
+    entry["create_time"] -= 3600  # same pid, another process
+    layout.process_file(run_dir, "supervisor").write_text(json.dumps(entry))
+    assert ortnb.attach(run_dir).status == "failed"
+
+
+def test_processes_on_another_host_are_judged_by_the_heartbeat(tmp_path):
+    run_dir = run_folder(tmp_path, heartbeat_age=1)
+    layout.process_file(run_dir, "supervisor").write_text(json.dumps(
+        {"role": "supervisor", "pid": 1, "create_time": 0.0, "host": "another-machine"}))
+    assert ortnb.attach(run_dir).status == "starting"
+    then = time.time() - 40
+    os.utime(run_dir / layout.HEARTBEAT, (then, then))
+    run = ortnb.attach(run_dir)
+    assert run.status == "failed"
+    assert "pid 1 on another-machine) cannot be checked from this host" in run.error and "40 s ago" in run.error
+
+
+def test_a_folder_without_recorded_processes_or_heartbeat_reads_failed(tmp_path):
+    run = ortnb.attach(run_folder(tmp_path, event("started")))
+    assert run.status == "failed" and "no process of this run is recorded" in run.error
+
+
+def test_status_json_carries_the_outcome_when_the_stream_could_not(tmp_path):
+    run_dir = run_folder(tmp_path, event("started"), step(1))
+    status_file.reserve(run_dir)
+    assert status_file.write(run_dir, status="failed", error="The disk holding /x is full", traceback="Tb" * 5000)
+    assert (run_dir / layout.STATUS).stat().st_size == status_file.SIZE  # overwritten in place, never grown
+    run = ortnb.attach(run_dir)
+    assert run.status == "failed" and run.error.startswith("The disk holding /x is full")
+
+
+def test_attach_takes_a_relative_path_and_keeps_it_absolute(tmp_path, monkeypatch):
+    run_dir = run_folder(tmp_path, event("started"), event("completed", step=1))
+    monkeypatch.chdir(run_dir.parent)
+    run = ortnb.attach(run_dir.name)
+    monkeypatch.chdir(tmp_path)
+    assert run.run_dir == run_dir and run.run_dir.is_absolute() and run.status == "completed"
+    with pytest.raises(FileNotFoundError, match="is not a run folder: it holds no config.json"):
+        ortnb.attach(tmp_path)
+
+
+def test_a_deleted_run_folder_reads_failed_once_its_processes_ended(tmp_path, ended_process):
+    run_dir = run_folder(tmp_path, event("started"), step(1))
+    liveness.record_process(run_dir, "supervisor", ended_process.pid)  # still running for now
+    run = ortnb.attach(run_dir)
+    assert run.status == "running"
+    shutil.rmtree(run_dir)
+    assert run.status == "running"  # its processes are remembered: it is failed only once they end
+    ended_process.kill()
+    ended_process.wait()
+    assert run.status == "failed" and "the run folder was deleted while the run trained" in run.error
+
+
+# -- the supervisor's last word (no training) ------------------------------------------------
+
+def test_the_supervisor_ends_a_stream_broken_by_a_full_disk_with_the_workers_error(tmp_path):
+    run_dir = run_folder(tmp_path, event("started"), step(1))
+    with open(run_dir / layout.METRICS, "a") as handle:
+        handle.write('{"kind": "step", "step": 2, "wall')  # what the full disk left
+    status_file.reserve(run_dir)
+    status_file.write(run_dir, status="failed", error="The disk holding it is full", traceback="Traceback ...")
+    assert supervise.finish(run_dir, returncode=1) == "failed"
+    run = ortnb.attach(run_dir)
+    assert run.status == "failed" and run.error.startswith("The disk holding it is full") and run.bad_lines == 1
+    assert list(run.metrics["step"]) == [1]
+    assert json.loads((run_dir / layout.STATUS).read_text())["returncode"] == 1
+
+
+def test_the_supervisor_names_a_killed_rank(tmp_path):
+    run_dir = run_folder(tmp_path, event("started"), step(1))
+    assert supervise.finish(run_dir, returncode=-signal.SIGKILL) == "failed"
+    assert "the ranks were killed by SIGKILL (the system's out-of-memory killer" in ortnb.attach(run_dir).error
+
+
+def test_the_supervisor_records_a_forced_stop(tmp_path):
+    run_dir = run_folder(tmp_path, event("started"), step(1), step(2))
+    control.request_stop(run_dir, timeout=5)
+    assert supervise.finish(run_dir, returncode=-signal.SIGTERM, terminated=True) == "stopped"
+    final = ortnb.attach(run_dir).events[-1]
+    assert final["event"] == "stopped" and final["forced"] is True and final["step"] == 2
+    assert final["reason"] == ("the step in progress did not end within 5 s of the stop request, so the ranks "
+                               "were terminated; no checkpoint was written, so load_model() has nothing to load.")
+
+
+def test_a_forced_stop_names_the_last_whole_checkpoint(tmp_path):
+    run_dir = run_folder(tmp_path)
+    control.request_stop(run_dir, timeout=2.5)
+    for n, whole in ((4, True), (8, True), (12, False)):  # checkpoint-12 was cut short by the kill
+        folder = run_dir / f"checkpoint-{n}"
+        folder.mkdir()
+        if whole:
+            (folder / "config.json").write_text("{}")
+            (folder / "model.safetensors").write_bytes(b"")
+    assert control.forced_stop_reason(run_dir).endswith(
+        "within 2.5 s of the stop request, so the ranks were terminated; the last checkpoint is checkpoint-8 "
+        "(load_model() loads it).")
+
+
+def test_the_supervisor_writes_nothing_into_a_deleted_folder(tmp_path):
+    run_dir = run_folder(tmp_path, event("started"))
+    shutil.rmtree(run_dir)
+    assert supervise.finish(run_dir, returncode=1) == "failed"
+    assert not run_dir.exists()
+
+
+# -- real runs ----------------------------------------------------------------------------------
+
+def eager(tmp_path, **overrides):
+    return tiny(tmp_path, backend="eager", **overrides)
+
+
+@pytest.mark.slow
+def test_a_full_disk_fails_the_run_with_the_reason_and_ortnb_run_survives_the_broken_line(tmp_path):
+    config = tmp_path / "config.json"
+    eager(tmp_path, max_steps=6, warmup_steps=0).to_json(config)
+    env = {**os.environ, "ORTNB_FAULT": "diskfull:3"}
+    done = subprocess.run([sys.executable, "-m", "ortnb", "run", str(config)], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-3000:]
+    assert done.stdout.count("samples/s") == 2 and "ortnb run: failed" in done.stdout
+    assert "The disk holding" in done.stderr and "is full" in done.stderr and "Traceback" not in done.stdout
+    run = ortnb.attach(done.stdout.split(" in ", 1)[1].splitlines()[0])
+    assert run.wait(60) == "failed"  # and the supervisor has had its last word and "No space left on device" in run.error and "Free space" in run.error
+    assert run.bad_lines == 1 and list(run.metrics["step"]) == [1, 2]
+    assert json.loads((run.run_dir / layout.STATUS).read_text())["status"] == "failed"
+
+
+@pytest.mark.slow
+def test_a_killed_supervisor_leaves_the_ranks_training_and_the_status_true(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ORTNB_FAULT", "slow:0.3")
+    run = ortnb.launch(eager(tmp_path, max_steps=12, output_dir="runs"))  # relative: stored absolute
+    assert run.run_dir.is_absolute() and ortnb.attach(run.run_dir).config.output_dir == str((tmp_path / "runs").resolve())
+    assert wait_for(lambda: len(run.metrics) >= 2, 300), run.error
+    supervisor = json.loads(layout.process_file(run.run_dir, "supervisor").read_text())["pid"]
+    os.kill(supervisor, signal.SIGKILL)
+    assert wait_for(lambda: not psutil.pid_exists(supervisor), 10)  # the kernel reaped it: no zombie
+    monkeypatch.chdir("/")  # the kernel's working directory moves on
+    assert run.status == "running" and run.alive and run.error is None
+    assert run.wait(300) == "completed", run.error
+    assert type(run.load_model()).__name__ == "BertForSequenceClassification"
+    assert list(run.metrics["step"]) == list(range(1, 13)) and not zombies()
+    assert_no_workers_within(run)
+
+
+@pytest.mark.slow
+def test_a_stop_whose_step_outlasts_the_timeout_is_a_forced_stop(tmp_path, monkeypatch):
+    monkeypatch.setenv("ORTNB_FAULT", "stall:2")
+    run = ortnb.launch(eager(tmp_path, max_steps=50))
+    assert wait_for(lambda: len(run.metrics) >= 1, 300), run.error
+    asked = time.monotonic()
+    assert run.stop(timeout=2) == "stopped"
+    assert time.monotonic() - asked < 2 + 10
+    final = run.events[-1]
+    assert final["event"] == "stopped" and final["forced"] is True and run.error is None
+    assert final["reason"].startswith("the step in progress did not end within 2 s of the stop request")
+    assert "no checkpoint was written" in final["reason"]
+    assert_no_workers_within(run, 30)
+    assert not zombies()
+
+
+@pytest.mark.slow
+def test_deleting_the_run_folder_mid_run_stops_it_and_it_stays_deleted(tmp_path, monkeypatch):
+    monkeypatch.setenv("ORTNB_FAULT", "slow:0.3")
+    run = ortnb.launch(eager(tmp_path, max_steps=200))
+    assert wait_for(lambda: len(run.metrics) >= 2, 300), run.error
+    shutil.rmtree(run.run_dir)
+    assert run.wait(120) == "failed"
+    assert "the run folder was deleted while the run trained" in run.error
+    assert_no_workers_within(run)
+    assert not run.run_dir.exists() and not alive_workers(run)
