@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import re
 
 import pytest
 
@@ -109,3 +110,27 @@ def test_trainer_refuses_plain_training_arguments(tmp_path, bert):
 
     with pytest.raises(TypeError, match=r"needs ORTTrainingArguments.*ortnb.ORTTrainingArguments"):
         ORTTrainer(model=bert, args=TrainingArguments(output_dir=str(tmp_path), report_to=[]))
+
+
+@pytest.mark.parametrize("backend", ["ort", "eager"])
+def test_deepspeed_that_cannot_be_read_names_the_field(tmp_path, backend):
+    broken = tmp_path / "ds.json"
+    broken.write_text('{"zero_optimization":\n  {"stage": 2,}}')
+    cases = {
+        "missing.json": r"deepspeed='missing.json': no such file, and not a JSON string either; pass a path to a "
+                        r"DeepSpeed JSON file, a JSON string or a dict",
+        '{"zero_optimization": {"stage": 3}': r"deepspeed: the JSON string is not valid JSON \(Expecting ',' "
+                                              r"delimiter at line 1 column 35\); fix it",
+        str(broken): rf"deepspeed: the file {re.escape(str(broken))} is not valid JSON \(Expecting property name "
+                     r"enclosed in double quotes at line 2 column 15\)",
+        "[1, 2]": r"deepspeed: the JSON string holds a JSON list, not an object",
+        5: r"deepspeed=5 is of type int; pass a path to a DeepSpeed JSON file",
+    }
+    for value, message in cases.items():
+        with pytest.raises(ConfigError, match=message):
+            make(tmp_path, backend=backend, deepspeed=value)
+
+
+def test_zero_stage_3_is_read_from_a_json_string_too(tmp_path):
+    with pytest.raises(ConfigError, match=r"stage=3 with backend='ort' is not supported.*ORTModule.*cannot trace"):
+        make(tmp_path, deepspeed='{"zero_optimization": {"stage": 3}}')

@@ -6,7 +6,10 @@ problems are reported at once, each naming the field and the way out.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import os
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -100,8 +103,9 @@ class ORTTrainingArguments(TrainingArguments):
                             "Choose 0 (off), 1 (layer-wise recompute) or 2 (layer-wise recompute with compromise).")
         if self.onnx_opset not in ORT_OPSETS:
             problems.append(f"onnx_opset={self.onnx_opset!r} is outside what ORTModule supports. Choose 14 to 17.")
+        deepspeed = _deepspeed_config(self.deepspeed, problems)
         if backend == Backend.ORT:
-            self._check_ort_backend(problems)
+            self._check_ort_backend(deepspeed, problems)
         if problems:
             raise ConfigError(problems)
         return backend
@@ -116,7 +120,7 @@ class ORTTrainingArguments(TrainingArguments):
                             "onnxruntime-training (the CUDA wheel). On this machine use optim='adamw_torch_fused' "
                             "(PyTorch's fused AdamW, runs on the CPU) or optim='adamw_torch'.")
 
-    def _check_ort_backend(self, problems: list[str]) -> None:
+    def _check_ort_backend(self, deepspeed: dict | None, problems: list[str]) -> None:
         _imports.require_ort_training("backend='ort'")
         on_cuda = _imports.cuda_available() and _imports.ort_has_cuda() and not self.use_cpu
         for flag in ("bf16", "fp16"):
@@ -130,8 +134,8 @@ class ORTTrainingArguments(TrainingArguments):
         if self.activation_checkpointing or self.gradient_checkpointing:
             problems.append("gradient (activation) checkpointing with backend='ort' cannot be traced by ORTModule; use "
                             "ort_memory_optimizer_level=1, ORT's own layer-wise recompute, instead.")
-        stage = _zero_stage(self.deepspeed)
-        if stage == 3:
+        stage = (deepspeed or {}).get("zero_optimization", {}).get("stage", 0)
+        if str(stage) == "3":
             problems.append("deepspeed zero_optimization.stage=3 with backend='ort' is not supported: ZeRO-3 "
                             "partitions parameters, which ORTModule 1.19 on this torch cannot trace. Use stage 1 or 2, "
                             "or backend='eager' for stage 3.")
@@ -145,18 +149,52 @@ def _parse_enum(enum, value, name: str, problems: list[str]):
         return None
 
 
-def _zero_stage(deepspeed_config) -> int | None:
-    """The ZeRO stage a `deepspeed=` argument (dict, JSON string or path) asks for, if any."""
-    if deepspeed_config is None:
+DEEPSPEED_FORMS = "a path to a DeepSpeed JSON file, a JSON string or a dict"
+
+
+def _deepspeed_config(value, problems: list[str]) -> dict | None:
+    """The `deepspeed=` argument as a dict, read the way accelerate reads it (a dict, an existing file, a JSON
+    string, base64 JSON), so a bad one is reported here, naming the field, instead of deep inside accelerate."""
+    if value is None or isinstance(value, dict):
+        return value
+    if not isinstance(value, (str, os.PathLike)):
+        problems.append(f"deepspeed={value!r} is of type {type(value).__name__}; pass {DEEPSPEED_FORMS}.")
         return None
-    if isinstance(deepspeed_config, str):
-        text = deepspeed_config.strip()
-        if not text.startswith("{"):
-            with open(deepspeed_config) as handle:
-                text = handle.read()
-        deepspeed_config = json.loads(text)
-    stage = deepspeed_config.get("zero_optimization", {}).get("stage", 0)
-    return int(stage) if str(stage).isdigit() else None
+    text, source = _deepspeed_text(os.fspath(value), problems)
+    if text is None:
+        return None
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as error:
+        problems.append(f"deepspeed: {source} is not valid JSON ({error.msg} at line {error.lineno} column "
+                        f"{error.colno}); fix it.")
+        return None
+    if not isinstance(config, dict):
+        problems.append(f"deepspeed: {source} holds a JSON {type(config).__name__}, not an object "
+                        '{"zero_optimization": {...}, ...}; fix it.')
+        return None
+    return config
+
+
+def _deepspeed_text(value: str, problems: list[str]) -> tuple[str | None, str]:
+    """The JSON text and where it came from (for messages)."""
+    if os.path.isfile(value):
+        try:
+            with open(value, encoding="utf-8") as handle:
+                return handle.read(), f"the file {value}"
+        except (OSError, UnicodeDecodeError) as error:
+            problems.append(f"deepspeed: cannot read {value} ({error}); pass {DEEPSPEED_FORMS}.")
+            return None, value
+    if value.lstrip().startswith(("{", "[")):
+        return value, "the JSON string"
+    try:  # accelerate also takes base64-encoded JSON (how some launchers pass configs)
+        decoded = base64.urlsafe_b64decode(value).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        decoded = ""
+    if decoded.lstrip().startswith("{"):
+        return decoded, "the base64 string"
+    problems.append(f"deepspeed={value!r}: no such file, and not a JSON string either; pass {DEEPSPEED_FORMS}.")
+    return None, value
 
 
 @dataclass
