@@ -1,7 +1,7 @@
 """Export a fine-tuned model to an inference ONNX file and prove ONNX Runtime agrees with PyTorch.
 
-``export_onnx`` takes a model (or the directory ``save_pretrained`` wrote, such as a Trainer's
-``output_dir``), traces it with the TorchScript exporter, and then runs the file with
+``export_onnx`` takes a model (or the directory ``save_pretrained`` wrote, a Trainer's ``output_dir``
+or an ortnb run folder, where it finds ``model/`` or the latest checkpoint), traces it with the TorchScript exporter, and then runs the file with
 ``onnxruntime.InferenceSession`` twice, at two different shapes, so a broken graph or a
 dynamic axis that was baked in as a constant fails here rather than in production.
 
@@ -11,6 +11,7 @@ onnxruntime and onnx are imported inside the functions: ``import ortnb.export`` 
 from __future__ import annotations
 
 import inspect
+import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,7 @@ import numpy as np
 import torch
 
 from . import _imports
-from .errors import ExportParityError
+from .errors import ConfigError, ExportParityError, OrtnbWarning
 
 # task -> (transformers' name table used to recognise architectures, Auto class, output field)
 TASKS = {
@@ -31,6 +32,10 @@ TASKS = {
     "feature-extraction": ("MODEL_MAPPING_NAMES", "AutoModel", "last_hidden_state"),
 }
 _SEED = 1234  # fixed so two exports of the same model see the same sample inputs
+# 20 is the newest opset torch's TorchScript exporter writes (torch 2.13 warns "not supported" at 21; onnxruntime
+# 1.19.2 would run up to 21); 14 is the oldest that ortnb uses and tests (ORTModule's range starts there too).
+# Both ends are exported and checked in tests/test_export.py.
+OPSETS = range(14, 21)
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,21 @@ def _unsupported(what: str) -> ValueError:
     return ValueError(f"{what}; pass task= one of: {', '.join(TASKS)}")
 
 
+def _check_arguments(path, task, opset) -> Path:
+    """Every problem with the arguments at once, before anything is loaded or traced."""
+    problems = []
+    if Path(path).suffix != ".onnx":
+        problems.append(f"path must end in .onnx, got {str(path)!r}")
+    if task is not None and task not in TASKS:
+        problems.append(str(_unsupported(f"unknown task {task!r}")))
+    if not (isinstance(opset, int) and not isinstance(opset, bool) and opset in OPSETS):
+        problems.append(f"opset={opset!r} is outside what export_onnx supports: {OPSETS[0]} to {OPSETS[-1]} "
+                        f"({OPSETS[-1]} is the newest torch's TorchScript exporter writes); the default is 17")
+    if problems:
+        raise ConfigError(problems)
+    return Path(path)
+
+
 def _task_for(class_names: list[str]) -> str:
     from transformers.models.auto import modeling_auto
 
@@ -80,27 +100,74 @@ def _task_for(class_names: list[str]) -> str:
     raise _unsupported(f"cannot infer the task from architecture {class_names[0]!r}")
 
 
-def _check_path(path) -> Path:
-    path = Path(path)
-    if path.suffix != ".onnx":
-        raise ValueError(f"path must end in .onnx, got {str(path)!r}")
-    return path
+def _read_config(folder: Path) -> dict:
+    try:
+        return json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return {}
 
 
-def _load(model_dir: Path, task: str | None):
+def _is_model_dir(folder: Path) -> bool:
+    """A save_pretrained folder: its config.json is a transformers config (an ortnb run's is a RunConfig)."""
+    return "model_type" in _read_config(folder)
+
+
+def _step(checkpoint: Path) -> int:
+    tail = checkpoint.name.rpartition("-")[2]
+    return int(tail) if tail.isdigit() else -1
+
+
+def find_model_dir(folder: Path) -> Path:
+    """The save_pretrained folder in ``folder``: itself, its ``model/`` (an ortnb run's final model) or its
+    latest complete ``checkpoint-N`` (a Trainer's output_dir, or a stopped run)."""
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no folder {str(folder)!r}: pass the directory save_pretrained wrote, a Trainer's "
+                                "output_dir, an ortnb run folder, or the model itself")
+    if _is_model_dir(folder):
+        return folder
+    if _is_model_dir(folder / "model"):
+        return folder / "model"
+    checkpoints = sorted((p for p in folder.glob("checkpoint-*") if _step(p) >= 0 and _is_model_dir(p)), key=_step)
+    if checkpoints:
+        return checkpoints[-1]
+    if "backend" in _read_config(folder):  # an ortnb run folder (config.json holds its RunConfig)
+        raise FileNotFoundError(f"the run folder {str(folder)!r} holds no model yet (no model/ and no checkpoint-*/): "
+                                "the run has not finished, or failed before saving; wait for it or pass another run")
+    raise FileNotFoundError(f"no config.json in {str(folder)!r}: pass the directory save_pretrained wrote "
+                            "(a Trainer's output_dir or one of its checkpoint-* folders, or an ortnb run folder), "
+                            "or the model itself")
+
+
+def _load(folder: Path, task: str | None):
     """Load a saved model in fp32 (the tolerance is an fp32 one) with the class its task needs."""
     import transformers
 
-    if not (model_dir / "config.json").is_file():
-        raise FileNotFoundError(f"no config.json in {str(model_dir)!r}: pass the directory save_pretrained wrote "
-                                "(a Trainer's output_dir or one of its checkpoint-* folders), or the model itself")
+    model_dir = find_model_dir(folder)
     config = transformers.AutoConfig.from_pretrained(model_dir)
     if task is None:
         if not config.architectures:
             raise _unsupported(f"config.json in {str(model_dir)!r} names no architectures")
         task = _task_for([config.architectures[0]])
     auto_class = getattr(transformers, TASKS[task][1])
-    return auto_class.from_pretrained(model_dir, dtype=torch.float32), task
+    model, loading = auto_class.from_pretrained(model_dir, dtype=torch.float32, output_loading_info=True)
+    _warn_untrained(sorted(loading["missing_keys"]), model_dir, config, task)
+    return model, task
+
+
+def _warn_untrained(missing: list[str], model_dir: Path, config, task: str) -> None:
+    """Weights the checkpoint lacks are freshly initialised: a causal LM exported as a classifier gets a new,
+    random head, which exports and passes parity but predicts nothing."""
+    if not missing:
+        return
+    saved = (config.architectures or ["model"])[0]
+    try:
+        natural = f" or export with task={_task_for([saved])!r}"
+    except ValueError:
+        natural = ""
+    shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+    warnings.warn(f"{model_dir} holds a {saved} checkpoint without {shown}: exported as {task}, those weights are "
+                  f"new and untrained (a classification head on a causal LM, for example), so its outputs are "
+                  f"random. Fine-tune it for {task} first{natural}.", OrtnbWarning, stacklevel=3)
 
 
 def _make_inputs(config, input_names, batch_size: int, seq_len: int, device) -> dict[str, torch.Tensor]:
@@ -187,13 +254,16 @@ def export_onnx(model_or_dir, path, *, task: str | None = None, sample_inputs: d
                 atol: float = 1e-4, seq_len: int = 16, batch_size: int = 2) -> ExportResult:
     """Export ``model_or_dir`` for inference to ``path`` and check ONNX Runtime matches PyTorch within ``atol``.
 
+    ``model_or_dir``: a model, a save_pretrained folder, a Trainer's output_dir or an ortnb run folder (or Run).
+    ``opset``: 14 to 20. Exporting a checkpoint for a task it was not trained for (a causal LM as a
+    classifier) warns (OrtnbWarning) that the new head is untrained.
+
     Raises ExportParityError (leaving the file on disk) when any output differs by more than ``atol``.
     The caller's model keeps its train/eval modes, attention implementation and weights.
     """
-    path = _check_path(path)
-    if task is not None and task not in TASKS:
-        raise _unsupported(f"unknown task {task!r}")
+    path = _check_arguments(path, task, opset)
     _imports.require_ort_training("export_onnx's parity check")
+    model_or_dir = getattr(model_or_dir, "run_dir", model_or_dir)  # an ortnb Run exports its run folder
     if isinstance(model_or_dir, (str, Path)):
         model, task = _load(Path(model_or_dir), task)
     else:

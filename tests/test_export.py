@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -9,7 +11,7 @@ pytest.importorskip("onnxruntime")
 transformers = pytest.importorskip("transformers")
 
 from ortnb import export as export_mod  # noqa: E402
-from ortnb.errors import ExportParityError, MissingDependencyError  # noqa: E402
+from ortnb.errors import ConfigError, ExportParityError, MissingDependencyError, OrtnbWarning  # noqa: E402
 from ortnb.export import ExportResult, export_onnx  # noqa: E402
 
 TINY = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128, vocab_size=1000)
@@ -143,3 +145,74 @@ def test_ort_missing(bert_classifier, tmp_path, monkeypatch):
     with pytest.raises(MissingDependencyError, match=r"export_onnx's parity check.*pip install"):
         export_onnx(bert_classifier, tmp_path / "m.onnx")
     assert not (tmp_path / "m.onnx").exists()
+
+
+# -- arguments refused up front, run folders, untrained heads -----------------------------------------
+
+
+@pytest.mark.parametrize("opset", [13, 21, "17", True])
+def test_opset_outside_the_supported_range_is_refused_before_any_work(bert_classifier, tmp_path, monkeypatch, opset):
+    monkeypatch.setattr("ortnb._imports.is_ort_training_available", lambda: False)  # ConfigError comes first
+    with pytest.raises(ConfigError, match=rf"opset={opset!r} is outside what export_onnx supports: 14 to 20 "
+                                          r"\(20 is the newest torch's TorchScript exporter writes\); the default is 17"):
+        export_onnx(bert_classifier, tmp_path / "m.onnx", opset=opset)
+    assert not (tmp_path / "m.onnx").exists()
+
+
+def test_every_bad_argument_at_once(bert_classifier, tmp_path):
+    with pytest.raises(ConfigError, match=r"(?s)3 problems:.*path must end in \.onnx.*unknown task 'x'.*opset=9"):
+        export_onnx(bert_classifier, tmp_path / "m.pt", task="x", opset=9)
+
+
+@pytest.mark.parametrize("opset", [14, 20])
+def test_both_ends_of_the_opset_range_export(bert_classifier, tmp_path, opset):
+    import onnx
+
+    result = export_onnx(bert_classifier, tmp_path / "m.onnx", opset=opset)
+    assert result.opset == opset and result.max_abs_diff <= 1e-4
+    assert {o.version for o in onnx.load(result.path).opset_import if o.domain in ("", "ai.onnx")} == {opset}
+
+
+def _run_folder(tmp_path, name="20260101-120000-run"):
+    from ortnb.config import RunConfig
+
+    run_dir = tmp_path / name
+    run_dir.mkdir()
+    RunConfig(model="tiny-bert").to_json(run_dir / "config.json")  # a run's config.json is not a model config
+    return run_dir
+
+
+def test_a_run_folder_exports_its_model(bert_classifier, tmp_path):
+    run_dir = _run_folder(tmp_path)
+    bert_classifier.save_pretrained(run_dir / "model")
+    result = export_onnx(run_dir, tmp_path / "run.onnx")
+    assert result.task == "sequence-classification" and result.max_abs_diff <= 1e-4
+    assert export_onnx(SimpleNamespace(run_dir=run_dir), tmp_path / "run2.onnx").task == result.task  # a Run
+
+
+def test_a_folder_with_only_checkpoints_exports_the_latest(bert_classifier, llama_lm, tmp_path):
+    run_dir = _run_folder(tmp_path)
+    llama_lm.save_pretrained(run_dir / "checkpoint-2")
+    bert_classifier.save_pretrained(run_dir / "checkpoint-10")  # 10 after 2: numbers, not text, are compared
+    (run_dir / "checkpoint-12").mkdir()  # a save cut short holds no config
+    assert export_mod.find_model_dir(run_dir) == run_dir / "checkpoint-10"
+
+
+def test_a_run_without_a_model_says_so(tmp_path):
+    run_dir = _run_folder(tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"the run folder .* holds no model yet \(no model/ and no "
+                                                r"checkpoint-\*/\): the run has not finished, or failed before saving"):
+        export_onnx(run_dir, tmp_path / "m.onnx")
+    with pytest.raises(FileNotFoundError, match=r"no folder '.*nowhere': pass the directory save_pretrained wrote"):
+        export_onnx(tmp_path / "nowhere", tmp_path / "m.onnx")
+
+
+def test_causal_lm_exported_as_classifier_warns_that_the_head_is_untrained(tmp_path):
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(**TINY, num_key_value_heads=2, max_position_embeddings=64, pad_token_id=0)
+    transformers.LlamaForCausalLM(config).save_pretrained(tmp_path / "lm")
+    with pytest.warns(OrtnbWarning, match=r"holds a LlamaForCausalLM checkpoint without score\.weight: exported as "
+                                          r"sequence-classification, those weights are new and untrained .* Fine-tune "
+                                          r"it for sequence-classification first or export with task='causal-lm'"):
+        result = export_onnx(tmp_path / "lm", tmp_path / "cls.onnx", task="sequence-classification")
+    assert result.task == "sequence-classification"
