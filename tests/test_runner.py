@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 import ortnb
+from ortnb import metrics
 from ortnb.runner.launch import wait_for
 
 pytestmark = pytest.mark.slow
@@ -58,6 +59,12 @@ def test_single_process_run_streams_metrics_while_the_kernel_stays_free(tmp_path
     assert type(model).__name__ == "BertForSequenceClassification"
     assert json.loads((run.run_dir / "engine_report.json").read_text())["engine"] == "onnxruntime"
     assert repr(run) == "Run('ort + AdamW', status='completed', steps=30)"
+    # The phases before the first step, as they began; ORT's export and graph build come from ORTModule itself.
+    phases = [e for e in run.events if e["event"] == "phase"]
+    assert [e["phase"] for e in phases] == ["loading model", "tokenizing", "first step", "ONNX export",
+                                            "graph build", "first step"]
+    assert [e["time"] for e in phases] == sorted(e["time"] for e in phases) and run.phase is None
+    assert metrics.events(run.records(), "started")[0]["max_steps"] == 30
     assert_no_workers_within(run)
 
 
@@ -119,7 +126,11 @@ def test_nan_loss_stops_with_a_clear_error(tmp_path, monkeypatch):
     run = ortnb.launch(tiny(tmp_path))
     assert run.wait(300) == "failed"
     assert "The loss became nan at step 4" in run.error and "lower learning_rate" in run.error
-    assert list(run.metrics["step"])[:3] == [1, 2, 3]
+    frame = run.metrics
+    assert list(frame["step"]) == [1, 2, 3, 4]
+    # Numbers stay numbers: the NaN step is a NaN, and the column's statistics still work.
+    assert frame["loss"].dtype == float and frame["loss"].isna().tolist() == [False, False, False, True]
+    assert frame["loss"].mean() == pytest.approx(frame["loss"].head(3).mean())
     assert_no_workers_within(run)
 
 
