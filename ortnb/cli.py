@@ -66,15 +66,14 @@ def format_step(record: dict) -> str:
 
 
 def cmd_run(options: argparse.Namespace) -> int:
-    """Start a run from a RunConfig JSON file and follow it; Ctrl-C stops it with a checkpoint."""
+    """Start a run from a RunConfig JSON or YAML file and follow it; Ctrl-C stops it with a checkpoint."""
     import time
 
-    from .config import RunConfig
     from .errors import ConfigError
     from .runner import launch
 
     try:
-        run = launch(RunConfig.from_json(options.config), launcher_args=options.launcher_args or None)
+        run = launch(load_config(options.config), launcher_args=options.launcher_args or None)
     except ConfigError as error:
         print(f"ortnb run: {error}", file=sys.stderr)
         return 2
@@ -104,21 +103,104 @@ def cmd_run(options: argparse.Namespace) -> int:
     return 0 if run.status in ("completed", "stopped") else 1
 
 
-def load_configs(path: str) -> list:
-    """RunConfigs from a JSON or YAML file holding a list (or {"configs": [...]})."""
+def read_config_file(path: str):
+    """The data in a JSON or YAML (.yaml/.yml) file; ConfigError, one line naming the file, if it cannot be read."""
+    from .errors import ConfigError
+
+    text = _read_text(path)
+    if path.endswith((".yaml", ".yml")):
+        data = _parse_yaml(text, path)
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"{path} line {error.lineno} column {error.colno}: not valid JSON ({error.msg}); "
+                              "fix the file.") from None
+    if data is None:
+        raise ConfigError(f"{path} holds nothing; write RunConfig fields in it, e.g. model: minilm.")
+    return data
+
+
+def _read_text(path: str) -> str:
     from pathlib import Path
 
-    from .config import RunConfig
+    from .errors import ConfigError
 
-    text = Path(path).read_text()
-    if path.endswith((".yaml", ".yml")):
+    file = Path(path)
+    if file.is_dir():
+        raise ConfigError(f"{path} is a folder; pass a JSON or YAML configuration file.")
+    try:
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file.") from None
+    except OSError as error:
+        raise ConfigError(f"{path} cannot be read ({error.strerror}).") from None
+    if not raw.strip():
+        raise ConfigError(f"{path} is empty; write RunConfig fields in it, e.g. {{\"model\": \"minilm\"}}.")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path} is not UTF-8 text (byte {error.start}); save it as UTF-8.") from None
+
+
+def _parse_yaml(text: str, path: str):
+    from .errors import ConfigError
+
+    try:
         import yaml
-
+    except ImportError:
+        raise ConfigError(f"reading {path} needs PyYAML: pip install pyyaml (or write the file as JSON).") from None
+    try:
         data = yaml.safe_load(text)
-    else:
-        data = json.loads(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        reason = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ConfigError(f"{path}{where}: not valid YAML ({reason}); fix the file.") from None
+    # YAML 1.1 reads a bare `no` as false: `precision: no` means the RunConfig value "no", not a boolean.
+    for item in data if isinstance(data, list) else [data]:
+        if isinstance(item, dict) and item.get("precision") is False:
+            item["precision"] = "no"
+    return data
+
+
+def load_config(path: str):
+    """One RunConfig from a JSON or YAML file holding a mapping of field: value (``ortnb run``)."""
+    from .config import RunConfig, value_kind
+    from .errors import ConfigError
+
+    data = read_config_file(path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} holds a {value_kind(data)}, but `ortnb run` takes one RunConfig: a mapping of field: "
+                          "value (to run several configurations, use `ortnb compare --config`).")
+    try:
+        return RunConfig.from_dict(data)
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from None
+
+
+def load_configs(path: str) -> list:
+    """RunConfigs from a JSON or YAML file holding a list (or {"configs": [...]}); every problem at once."""
+    from .config import RunConfig, value_kind
+    from .errors import ConfigError
+
+    data = read_config_file(path)
+    if isinstance(data, dict) and "configs" not in data:
+        raise ConfigError(f"{path} holds one mapping, but compare takes a list of RunConfigs: write [{{...}}, "
+                          "{...}] (JSON), one '- ' entry per configuration (YAML), or {\"configs\": [...]}.")
     items = data["configs"] if isinstance(data, dict) else data
-    return [RunConfig.from_dict(item) for item in items]
+    if not isinstance(items, list) or not items:
+        raise ConfigError(f"{path}: compare takes a non-empty list of RunConfigs, got a {value_kind(items)}"
+                          f"{' (empty)' if items == [] else ''}.")
+    configs, problems = [], []
+    for index, item in enumerate(items):
+        try:
+            configs.append(RunConfig.from_dict(item))
+        except ConfigError as error:
+            problems.append(f"{path} configuration {index}: {error}")
+    if problems:
+        raise ConfigError(problems)
+    return configs
 
 
 def parse_vary(specs: list[str]) -> dict[str, list]:
@@ -183,7 +265,7 @@ def cmd_compare(options: argparse.Namespace) -> int:
     except ConfigError as error:
         print(f"ortnb compare: {error}", file=sys.stderr)
         return 2
-    runs: list[list[dict]] = [[] for _ in configs]
+    runs: list[list] = [[] for _ in configs]  # the Run objects of each configuration, to read their errors
 
     def remember(run):
         runs[[c.label for c in configs].index(run.config.label)].append(run)
@@ -196,11 +278,22 @@ def cmd_compare(options: argparse.Namespace) -> int:
         return 2
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print(describe_best(table))
-    summaries = [[r.summary() for r in group] for group in runs]
+    summaries = [[{**r.summary(), "error": r.error} for r in group] for group in runs]
+    _print_failures(runs)
     json_path, html_path = report.write(table, configs, options.out, options.command_line, summaries)
     (json_path.parent / "table.md").write_text(report.markdown_table(table))
     print(f"ortnb compare: wrote {html_path} and {json_path}")
     return 0 if all(s == "completed" for s in table["status"]) else 1
+
+
+def _print_failures(runs: list[list]) -> None:
+    """Why each failed run failed: the error's first line here; all of it in results.json and the run folder."""
+    for group in runs:
+        for run in group:
+            if run.status == "failed":
+                reason = (run.error or "no error recorded (see run.log)").strip().splitlines()[0]
+                print(f"ortnb compare: {run.config.label} failed: {reason} (the whole error is in results.json; "
+                      f"run folder {run.run_dir})", file=sys.stderr)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -215,7 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help=cmd_run.__doc__, description=cmd_run.__doc__ + " Arguments after -- go "
                               "to torchrun, e.g. -- --nnodes 2 --node_rank 0 --rdzv_backend c10d "
                               "--rdzv_endpoint HOST:29500 for a multi-node run (start it on every node).")
-    run.add_argument("config", help="a RunConfig JSON file")
+    run.add_argument("config", help="a RunConfig JSON or YAML (.yaml/.yml) file")
     run.add_argument("launcher_args", nargs=argparse.REMAINDER, help="after --: torchrun's node arguments")
     run.set_defaults(run=cmd_run)
     cmp = commands.add_parser("compare", help=cmd_compare.__doc__, description=cmd_compare.__doc__ + " Without "
