@@ -11,6 +11,12 @@ from pathlib import Path
 from . import assets, data_checks
 
 
+def labels_for(dataset, task: str) -> data_checks.Labels | None:
+    """The classes a run on ``dataset`` trains, for the model's head (None for a causal LM); ConfigError naming the
+    file and row when the data cannot train."""
+    return data_checks.labels(dataset, task) if task != "causal-lm" else None
+
+
 def raw_splits(dataset, task: str, eval_samples: int, seed: int):
     """(train, eval) of raw rows: columns text[, label] for classification, text for causal LM."""
     from datasets import Dataset
@@ -79,8 +85,7 @@ def build(dataset, task: str, tokenizer, seq_len: int, eval_samples: int = 0, se
     ``labels`` (from ``data_checks.labels``, looked up when not given) maps class names to ids; a dataset
     that cannot train raises ConfigError naming the file and row before anything is tokenized.
     """
-    if task != "causal-lm":
-        labels = labels or data_checks.labels(dataset, task)
+    labels = labels or labels_for(dataset, task)
     train, evaluation = raw_splits(dataset, task, eval_samples, seed)
     if train_samples and task == "sequence-classification" and len(train) > train_samples:
         train = train.shuffle(seed=seed).select(range(train_samples))

@@ -62,10 +62,11 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
 
     set_seed(cfg.seed)  # new heads (the classifier) start from the same weights in every run being compared
     phase("loading model")
-    model, tokenizer = assets.load_model(cfg.model, task)
+    labels = data.labels_for(cfg.dataset, task)  # the data's classes size and name the head (None: causal LM)
+    model, tokenizer = assets.load_model(cfg.model, task, labels=labels)
     phase("tokenizing")
     train, evaluation = data.build(cfg.dataset, task, tokenizer, cfg.seq_len, cfg.eval_samples, cfg.seed,
-                                   train_samples=cfg.max_steps * cfg.batch_size * world)
+                                   train_samples=cfg.max_steps * cfg.batch_size * world, labels=labels)
     peak = json.loads((run_dir / layout.PEAK).read_text())["flops"] if (run_dir / layout.PEAK).exists() else None
     callback = RunCallback(run_dir, writer, samples_per_step=cfg.batch_size * world, seq_len=cfg.seq_len,
                            flops_per_step=flops.flops_per_step(model, cfg.batch_size, cfg.seq_len, world),
