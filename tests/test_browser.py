@@ -1,167 +1,164 @@
 """The Dashboard in JupyterLab, in a real browser (Debian's chromium driven by playwright).
 
-JupyterLab starts on 127.0.0.1 with a random port and token; the test opens a notebook that shows
-the Dashboard, clicks Run, waits for 5 throughput points, runs another cell meanwhile, clicks
-Stop, and checks the ORT + bf16 explanation. Screenshots go to test-artifacts/.
+One JupyterLab, one notebook, tiny-bert runs slowed to >= 0.2 s a step. At 1400 px: Run is disabled
+while a run trains, a progress bar with an ETA appears, another cell runs meanwhile, a summary card
+appears at the end; two identical runs make two bars with distinct labels; Stop stops a long run. Then
+at 1000 px and at 1400 px: the charts fill their output area and no text is cut. Last, ONNX Runtime +
+bf16 is refused in the form's words. Screenshots go to the test's temp folder (pytest's tmp_path);
+the README's picture is made on purpose by scripts/dashboard_screenshot.py.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import secrets
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
-README_SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "dashboard.png"
-# Flags for a machine with a closed network (no Google hosts, no updates) and root.
-BROWSER_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
-                 "--disable-background-networking", "--disable-component-update"]
+from .lab_driver import CHROMIUM, browser_page, button, jupyterlab, open_notebook, run_cell, write_notebook
 
 pytestmark = pytest.mark.browser
+STEPS = 12
 
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _notebook(folder: Path, runs: Path) -> Path:
-    import nbformat
-
-    cells = [
-        nbformat.v4.new_code_cell(
-            "import ortnb\n"
-            f"dash = ortnb.Dashboard(ortnb.RunConfig(model='tiny-bert', batch_size=8, seq_len=32, max_steps=2000,\n"
-            f"                                       warmup_steps=2, output_dir={str(runs)!r}))\n"
-            "dash"),
-        nbformat.v4.new_code_cell("print('another cell ran', 6 * 7)"),
-    ]
-    path = folder / "dashboard.ipynb"
-    kernel = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-    nbformat.write(nbformat.v4.new_notebook(cells=cells, metadata={"kernelspec": kernel}), path)
-    return path
+# Text elements of the dashboard whose content must never be cut (ellipsis or overflow).
+TEXT_ELEMENTS = ("button, .widget-label, .ortnb-field-label, .widget-html-content, .lm-TabBar-tabLabel, "
+                 ".ortnb-progress-text, .ortnb-cell, .ortnb-card-value, .ortnb-note")
 
 
 @pytest.fixture
-def jupyterlab(tmp_path):
+def lab(tmp_path):
     if not Path(CHROMIUM).exists():
         if os.environ.get("ORTNB_REQUIRE_BROWSER") == "1":
             pytest.fail("chromium is not installed: apt-get install chromium (scripts/test.sh does it as root)")
         pytest.skip("chromium is not installed (apt-get install chromium)")
     pytest.importorskip("playwright")
-    port, token = _free_port(), secrets.token_hex(16)
-    _notebook(tmp_path, tmp_path / "runs")
-    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt"),
-           "ORTNB_FAULT": "slow:0.2"}  # steps of at least 0.2 s: time to run a cell and click Stop mid-run
-    server = subprocess.Popen([sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-                               f"--ServerApp.port={port}", f"--IdentityProvider.token={token}",
-                               f"--ServerApp.root_dir={tmp_path}", "--LabApp.news_url=",
-                               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-                               *(["--allow-root"] if os.geteuid() == 0 else [])],
-                              env=env, stdout=open(tmp_path / "server.log", "wb"), stderr=subprocess.STDOUT,
-                              start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError((tmp_path / "server.log").read_text()[-3000:])
-                time.sleep(0.5)
-        yield f"{base}/lab/tree/dashboard.ipynb?token={token}", tmp_path
-    finally:
-        _kill_group(server, signal.SIGTERM)  # the server and its kernels
+    runs = tmp_path / "runs"
+    write_notebook(tmp_path / "dashboard.ipynb", [
+        "import ortnb\n"
+        f"dash = ortnb.Dashboard(ortnb.RunConfig(model='tiny-bert', batch_size=8, seq_len=32, max_steps={STEPS},\n"
+        f"                                       warmup_steps=2, output_dir={str(runs)!r}))\n"
+        "dash",
+        "print('another cell ran', 6 * 7)",
+        "long_run = dash.run(dash.panel.config.replace(max_steps=2000))",
+    ])
+    # Steps of at least 0.2 s: time to run a cell and to click Stop mid-run.
+    with jupyterlab(tmp_path, env={"ORTNB_FAULT": "slow:0.2"}) as (base, token):
+        yield base, token, tmp_path
+
+
+def layout_report(page) -> dict:
+    """Widths of the visible plots against their output area, and every text element that is cut."""
+    return page.evaluate("""(selector) => {
+        const dash = document.querySelector('.ortnb-dashboard');
+        const area = dash.closest('.jp-OutputArea-output').getBoundingClientRect().width;
+        const plots = [...dash.querySelectorAll('.js-plotly-plot .main-svg:first-child')]
+            .map((svg) => svg.getBoundingClientRect().width).filter((width) => width > 0);
+        const cut = [...dash.querySelectorAll(selector)]
+            .filter((e) => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1)
+            .map((e) => `${e.className}: '${e.textContent.trim().slice(0, 50)}' ${e.scrollWidth}>${e.clientWidth}`);
+        const scrolls = dash.scrollWidth > dash.clientWidth + 1;
+        return {area, plots, cut, scrolls};
+    }""", TEXT_ELEMENTS)
+
+
+def fits(report: dict) -> bool:
+    return bool(report["plots"]) and min(report["plots"]) >= 0.9 * report["area"] and not report["cut"] \
+        and not report["scrolls"]
+
+
+def assert_fits(page, where: str, settle_s: float = 5.0) -> None:
+    """The charts re-fit within a moment of a layout change (tab switch, resize): wait that long."""
+    deadline = time.monotonic() + settle_s
+    report = layout_report(page)
+    while not fits(report) and time.monotonic() < deadline:
+        page.wait_for_timeout(250)
+        report = layout_report(page)
+    assert report["plots"], f"{where}: no visible chart"
+    assert min(report["plots"]) >= 0.9 * report["area"], f"{where}: charts narrower than 90%: {report}"
+    assert not report["cut"], f"{where}: cut text: {report['cut']}"
+    assert not report["scrolls"], f"{where}: the dashboard scrolls sideways"
+
+
+def plot_data(page, index: int) -> list[dict]:
+    """x values and names of the traces of the dashboard's index-th plot."""
+    return page.evaluate("""(index) => {
+        const plot = document.querySelectorAll('.ortnb-dashboard .js-plotly-plot')[index];
+        return plot && plot.data ? plot.data.map((t) => ({x: t.x ? [...t.x] : [], name: t.name})) : [];
+    }""", index)
+
+
+def dismiss_notifications(page) -> None:
+    """JupyterLab asks about its news feed in a toast that covers the charts' corner."""
+    no = button(page, "No")
+    if no.count():
+        no.first.click()
+
+
+def test_dashboard_in_jupyterlab(lab):
+    from playwright.sync_api import expect
+
+    base, token, folder = lab
+    shots = folder / "screenshots"
+    shots.mkdir()
+    with browser_page(1400, 900) as page:
         try:
-            server.wait(20)
-        except subprocess.TimeoutExpired:
-            _kill_group(server, signal.SIGKILL)
-
-
-def _kill_group(process: subprocess.Popen, signum) -> None:
-    try:
-        os.killpg(process.pid, signum)
-    except ProcessLookupError:
-        pass
-
-
-def _button(scope, text: str):
-    return scope.locator("button").filter(has_text=re.compile(rf"^\s*{re.escape(text)}\s*$"))
-
-
-def _run_cell(page, cell) -> None:
-    cell.locator(".jp-InputArea-editor").click()
-    page.keyboard.press("Shift+Enter")
-
-
-def _throughput_points(page) -> int:
-    return page.evaluate("""() => {
-        const plot = document.querySelector('.ortnb-dashboard .js-plotly-plot');
-        return plot && plot.data && plot.data.length ? plot.data[0].x.length : 0;
-    }""")
-
-
-def _shot(page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
-
-
-def test_dashboard_in_jupyterlab(jupyterlab):
-    from playwright.sync_api import expect, sync_playwright
-
-    url, _folder = jupyterlab
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=BROWSER_FLAGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1800})
-            page.goto(url)
-            cells = page.locator(".jp-Notebook .jp-Cell")
-            expect(cells.first).to_be_visible(timeout=60_000)
-            expect(page.get_by_text("| Idle")).to_be_visible(timeout=60_000)  # the kernel is up
-            _run_cell(page, cells.nth(0))
+            cells = open_notebook(page, base, token, "dashboard.ipynb")
+            run_cell(page, cells.nth(0))
             dashboard = page.locator(".ortnb-dashboard")
             expect(dashboard).to_be_visible(timeout=120_000)
-            _shot(page, "1-dashboard.png")
+            dismiss_notifications(page)
+            expect(dashboard).to_contain_text("Press Run")  # empty charts: axes and a hint
+            assert_fits(page, "1400 px, before the first run")
+            page.screenshot(path=str(shots / "1-empty.png"))
 
-            _button(dashboard, "Run").click()
-            deadline = time.monotonic() + 240
-            while _throughput_points(page) < 5:
-                assert time.monotonic() < deadline, page.locator(".ortnb-status").inner_text()
-                page.wait_for_timeout(500)
-            _shot(page, "2-training.png")
+            status, progress = page.locator(".ortnb-status"), page.locator(".ortnb-progress-text")
+            for number in (1, 2):  # two identical runs
+                button(dashboard, "Run").click()
+                expect(button(dashboard, "Run")).to_be_disabled(timeout=10_000)  # one run at a time
+                expect(progress).to_contain_text("ETA", timeout=240_000)
+                if number == 1:
+                    run_cell(page, cells.nth(1))  # the kernel is free while the run trains
+                    expect(page.locator(".jp-OutputArea-output", has_text="another cell ran 42")).to_be_visible(
+                        timeout=30_000)
+                    expect(progress).to_contain_text(f"/{STEPS}")
+                    page.screenshot(path=str(shots / "2-training.png"))
+                expect(page.locator(".ortnb-summary")).to_contain_text("completed", timeout=240_000)
+                expect(page.locator(".ortnb-summary")).to_contain_text("onnxruntime")
+                expect(button(dashboard, "Run")).to_be_enabled()
+                button(dashboard, "Add to comparison").click()
+                expect(page.locator(".ortnb-message")).to_contain_text("added", timeout=10_000)
+            page.screenshot(path=str(shots / "3-comparison.png"))
+            bars = plot_data(page, 1)[0]["x"]
+            assert len(bars) == 2 and len(set(bars)) == 2, bars  # one bar each, distinct labels
+            assert "#2" in bars[1]
+            expect(page.locator(".ortnb-remove")).to_have_count(2)
+            assert_fits(page, "1400 px, comparison")
 
-            _run_cell(page, cells.nth(1))  # the kernel is free while the run trains
-            expect(page.locator(".jp-OutputArea-output", has_text="another cell ran 42")).to_be_visible(
-                timeout=30_000)
-            assert "running" in page.locator(".ortnb-status").inner_text()
+            run_cell(page, cells.nth(2))  # a long run, stopped from the dashboard
+            expect(progress).to_contain_text("ETA", timeout=240_000)
+            button(dashboard, "Stop").click()
+            expect(status).to_contain_text("stopped", timeout=60_000)
+            page.locator(".lm-TabBar-tab", has_text="Live").click()
+            page.wait_for_timeout(1000)
+            assert_fits(page, "1400 px, live charts")
 
-            _button(dashboard, "Stop").click()
-            expect(page.locator(".ortnb-status")).to_contain_text("stopped", timeout=60_000)
-            _shot(page, "3-stopped.png")
+            page.set_viewport_size({"width": 1000, "height": 900})
+            page.wait_for_timeout(1500)
+            assert_fits(page, "1000 px, live charts")
+            page.screenshot(path=str(shots / "4-1000px.png"))
+            page.locator(".lm-TabBar-tab", has_text="Comparison").click()
+            page.wait_for_timeout(1000)
+            assert_fits(page, "1000 px, comparison")
 
-            _button(dashboard, "ONNX Runtime").click()
-            _button(dashboard, "bf16").click()
-            expect(dashboard).to_contain_text("bf16 with backend='ort' needs the CUDA execution provider",
+            page.locator(".ortnb-dashboard .jupyter-widget-Collapse-header").first.click()  # unfold the form
+            button(dashboard, "ONNX Runtime").click()
+            button(dashboard, "bf16").click()
+            expect(dashboard).to_contain_text("bf16 with ONNX Runtime needs the CUDA execution provider",
                                               timeout=10_000)
-            _shot(page, "4-ort-bf16.png")
-            README_SCREENSHOT.parent.mkdir(exist_ok=True)
-            shutil.copy(ARTIFACTS / "2-training.png", README_SCREENSHOT)
+            expect(button(dashboard, "Run")).to_be_disabled()
+            page.screenshot(path=str(shots / "5-ort-bf16.png"))
         except BaseException:
-            _shot(page, "failure.png")
+            page.screenshot(path=str(shots / "failure.png"), full_page=True)
+            print(f"screenshots: {shots}")
             raise
-        finally:
-            browser.close()

@@ -75,7 +75,8 @@ class Dashboard:
 
         self.panel = ConfigPanel(config)
         self.panel.on_change(self._form_changed)
-        self.settings = w.Accordion(children=[self.panel.widget], selected_index=0, layout=w.Layout(width="100%"))
+        # width "auto", not 100%: accordions and tabs have margins, and 100% plus a margin scrolls sideways.
+        self.settings = w.Accordion(children=[self.panel.widget], selected_index=0, layout=w.Layout(width="auto"))
         self.buttons = {name: w.Button(description=name, button_style=style, icon=icon, layout=w.Layout(width="auto"))
                         for name, style, icon in BUTTONS}
         self.buttons["Run"].on_click(lambda _b: self.run())
@@ -94,7 +95,8 @@ class Dashboard:
         self.table.add_class("ortnb-table")
         full = w.Layout(width="100%")
         self.tabs = w.Tab(children=[w.VBox([self.figure], layout=full),
-                                    w.VBox([self.comparison_figure, self.table], layout=full)], layout=full)
+                                    w.VBox([self.comparison_figure, self.table], layout=full)],
+                          layout=w.Layout(width="auto"))
         self.tabs.set_title(0, "Live")
         self.tabs.set_title(1, "Comparison")
         self.widget = w.VBox([self.settings, w.HBox(list(self.buttons.values())), self.status, self.progress,

@@ -17,8 +17,9 @@ RESPONSIVE = {"responsive": True, "displaylogo": False}
 _ESM = """
 function mismatched(root) {
   return [...root.querySelectorAll('.js-plotly-plot')].some((plot) => {
+    const svg = plot.querySelector('.main-svg');
     const box = plot.parentElement.getBoundingClientRect();
-    return box.width > 0 && Math.abs(plot.getBoundingClientRect().width - box.width) > 2;
+    return svg && box.width > 0 && Math.abs(svg.getBoundingClientRect().width - box.width) > 2;
   });
 }
 export default {

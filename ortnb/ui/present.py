@@ -134,6 +134,9 @@ def summary_items(entry: RunEntry) -> list[tuple[str, str]]:
     speed = _number(s.get("samples_per_s"))
     if spread is not None and s.get("samples_per_s"):
         speed += f" ± {_number(spread / 2)}"
+    measured = s.get("steps_measured") or 0
+    if s.get("samples_per_s") is not None and measured < MIN_MEASURED_STEPS:
+        speed += f" ({measured} measured step{'s' if measured != 1 else ''}: too few to compare)"
     mfu = s.get("mfu")
     return [
         ("final loss", _number(s.get("final_loss"), 4)),
@@ -150,8 +153,8 @@ def summary_card_html(entry: RunEntry | None) -> str:
     if entry is None or not entry.done:
         return ""
     colour = STATUS_COLOURS.get(entry.status, "#1a1a1a")
-    cells = "".join(f"<div class='ortnb-card-item'><div class='ortnb-card-name'>{html.escape(name)}</div>"
-                    f"<div class='ortnb-card-value'>{html.escape(value)}</div></div>"
+    cells = "".join(f"<span class='ortnb-card-item'><span class='ortnb-card-name'>{html.escape(name)}</span> "
+                    f"<span class='ortnb-card-value'>{html.escape(value)}</span></span>"
                     for name, value in summary_items(entry))
     error = (f"<div class='ortnb-card-error'>{html.escape(entry.error.splitlines()[0])}</div>"
              if entry.status == "failed" and entry.error else "")

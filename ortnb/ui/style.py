@@ -25,9 +25,10 @@ CSS = f"""
 .ortnb-summary {{ padding: 6px 10px; margin: 4px 0; background: #f7f7f7; }}
 .ortnb-card-title {{ font-weight: bold; margin-bottom: 4px; }}
 .ortnb-card-error {{ color: #b00020; margin-bottom: 4px; }}
-.ortnb-card-grid {{ display: grid; grid-template-columns: repeat(auto-fill, minmax(170px, 1fr)); gap: 2px 16px; }}
+.ortnb-card-grid {{ display: flex; flex-wrap: wrap; gap: 2px 20px; line-height: 1.5; }}
+.ortnb-card-item {{ max-width: 100%; }}
 .ortnb-card-name {{ font-size: 11px; color: #555555; }}
-.ortnb-card-value {{ overflow-wrap: anywhere; }}
+.ortnb-card-value {{ overflow-wrap: anywhere; font-weight: 600; }}
 .ortnb-cell {{ font-size: 12px; line-height: 1.3; padding: 2px 4px; white-space: normal; overflow-wrap: anywhere; }}
 .ortnb-cell.ortnb-head {{ font-weight: bold; border-bottom: 1px solid #999999; }}
 .ortnb-cell.ortnb-number {{ text-align: right; font-variant-numeric: tabular-nums; }}
