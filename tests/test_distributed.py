@@ -47,3 +47,52 @@ def test_two_ranks_match_one_rank_with_the_same_global_batch(tmp_path, mode):
     # Gradients were synchronised: both ranks end with the same parameters as the 1-rank run.
     np.testing.assert_array_equal(pair[0]["parameters"], pair[1]["parameters"])
     np.testing.assert_allclose(pair[0]["parameters"], single["parameters"], atol=1e-4, rtol=1e-6)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_two_nodes_on_localhost_train_one_zero1_run_through_ortnb_run(tmp_path):
+    """What the README says a cluster does: `ortnb run config.json -- <torchrun node args>` on every node.
+    Here two "nodes" on localhost, one process each, meet through a c10d rendezvous. Each node's
+    `ortnb run` follows its own run folder; node 0 (global rank 0) saves the model."""
+    pytest.importorskip("deepspeed")
+    import ortnb
+    from ortnb import metrics
+
+    config = tmp_path / "config.json"
+    ortnb.RunConfig(model="tiny-bert", dataset="rotten_tomatoes", backend="ort", batch_size=8, seq_len=32,
+                    max_steps=4, warmup_steps=0, zero_stage=1, num_processes=1, threads=1,
+                    output_dir=str(tmp_path / "runs")).to_json(config)
+    endpoint = f"127.0.0.1:{free_port()}"
+    nodes = [subprocess.Popen([sys.executable, "-m", "ortnb", "run", str(config), "--", "--nnodes", "2",
+                               "--node_rank", str(node), "--rdzv_backend", "c10d", "--rdzv_endpoint", endpoint],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for node in (0, 1)]
+    outputs = [node.communicate(timeout=300) for node in nodes]
+    for node, (out, err) in zip(nodes, outputs):
+        assert node.returncode == 0, out[-2000:] + err[-3000:]
+        assert out.count("samples/s") == 4 and "completed; engine onnxruntime" in out
+    runs = [ortnb.attach(out.split(" in ", 1)[1].splitlines()[0]) for out, _ in outputs]
+    assert runs[0].run_dir != runs[1].run_dir
+    started = [metrics.events(run.records(), "started")[0] for run in runs]
+    assert sorted(s["rank"] for s in started) == [0, 1] and {s["world_size"] for s in started} == {2}
+    assert sorted(s["node_rank"] for s in started) == [0, 1]
+    # ZeRO-1 across the nodes: each of the 2 ranks holds half of AdamW's two fp32 moments (8 bytes/parameter).
+    parameters = started[0]["parameters"]
+    for run in runs:
+        state = [run.metrics[f"optimizer_state_mb_rank{rank}"].iloc[-1] for rank in (0, 1)]
+        assert state == pytest.approx([8 * parameters / 2 / 2**20] * 2, rel=0.01)
+    # The nodes computed the same losses (averaged over both ranks) and ended with the same parameters...
+    np.testing.assert_array_equal(runs[0].metrics["loss"], runs[1].metrics["loss"])
+    checksums = [run.events[-1]["parameter_checksum"] for run in runs]
+    assert runs[0].events[-1]["event"] == "completed" and checksums[0] == checksums[1]
+    # ...which is the model that global rank 0 saved.
+    writer = runs[[s["rank"] for s in started].index(0)]
+    saved = writer.load_model()
+    assert float(sum(p.detach().double().sum() for p in saved.parameters())) == pytest.approx(checksums[0], rel=1e-9)
