@@ -171,8 +171,8 @@ def load_config(path: str):
 
     data = read_config_file(path)
     if not isinstance(data, dict):
-        raise ConfigError(f"{path} holds a {value_kind(data)}, but `ortnb run` takes one RunConfig: a mapping of field: "
-                          "value (to run several configurations, use `ortnb compare --config`).")
+        raise ConfigError(f"{path} holds a {value_kind(data)}, but `ortnb run` takes one RunConfig: a mapping of "
+                          "field: value (to run several configurations, use `ortnb compare --config`).")
     try:
         return RunConfig.from_dict(data)
     except ConfigError as error:

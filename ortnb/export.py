@@ -1,9 +1,10 @@
 """Export a fine-tuned model to an inference ONNX file and prove ONNX Runtime agrees with PyTorch.
 
 ``export_onnx`` takes a model (or the directory ``save_pretrained`` wrote, a Trainer's ``output_dir``
-or an ortnb run folder, where it finds ``model/`` or the latest checkpoint), traces it with the TorchScript exporter, and then runs the file with
-``onnxruntime.InferenceSession`` twice, at two different shapes, so a broken graph or a
-dynamic axis that was baked in as a constant fails here rather than in production.
+or an ortnb run folder, where it finds ``model/`` or the latest checkpoint), traces it with the
+TorchScript exporter, and then runs the file with ``onnxruntime.InferenceSession`` twice, at two
+different shapes, so a broken graph or a dynamic axis that was baked in as a constant fails here
+rather than in production.
 
 onnxruntime and onnx are imported inside the functions: ``import ortnb.export`` stays light.
 """

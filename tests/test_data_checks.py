@@ -171,7 +171,8 @@ def test_dataset_in_memory_is_checked_the_same_way():
         "the Dataset: column 'text' holds int64, not strings; put the raw text in 'text' (ortnb tokenizes it)."]
     assert problems(text=["a", None, None], label=[0, 1, 0]) == [
         "the Dataset row 1 has no text (2 rows without it); fill or drop such rows."]
-    assert re.search(r"^the Dataset row 2: label 7 is outside 0\.\.2", problems(text=["a", "b", "c"], label=[0, 1, 7])[0])
+    outside = problems(text=["a", "b", "c"], label=[0, 1, 7])
+    assert re.search(r"^the Dataset row 2: label 7 is outside 0\.\.2", outside[0])
     both = Dataset.from_dict({"text": ["a", "b"], "label": [0, 1]})
     assert [p.message for p in validate(classifier(DatasetDict(train=both, test=both)), CPU)] == [
         "the Dataset is a DatasetDict with splits train, test; pass one split, e.g. dataset['train']."]

@@ -153,8 +153,9 @@ def test_ort_missing(bert_classifier, tmp_path, monkeypatch):
 @pytest.mark.parametrize("opset", [13, 21, "17", True])
 def test_opset_outside_the_supported_range_is_refused_before_any_work(bert_classifier, tmp_path, monkeypatch, opset):
     monkeypatch.setattr("ortnb._imports.is_ort_training_available", lambda: False)  # ConfigError comes first
-    with pytest.raises(ConfigError, match=rf"opset={opset!r} is outside what export_onnx supports: 14 to 20 "
-                                          r"\(20 is the newest torch's TorchScript exporter writes\); the default is 17"):
+    message = (rf"opset={opset!r} is outside what export_onnx supports: 14 to 20 \(20 is the newest torch's "
+               r"TorchScript exporter writes\); the default is 17")
+    with pytest.raises(ConfigError, match=message):
         export_onnx(bert_classifier, tmp_path / "m.onnx", opset=opset)
     assert not (tmp_path / "m.onnx").exists()
 
