@@ -66,6 +66,12 @@ class RunConfig:
     name: str | None = None
     """A label for charts and tables; None builds one from the settings."""
 
+    def __post_init__(self):
+        # pathlib.Path values become their text once, here: config.json, the checks and the worker all read str
+        for name in ("model", "dataset", "output_dir"):
+            if isinstance(getattr(self, name), os.PathLike):
+                setattr(self, name, os.fspath(getattr(self, name)))
+
     # -- help, labels, JSON ----------------------------------------------------------------
 
     @classmethod
@@ -91,9 +97,6 @@ class RunConfig:
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)
-        for name in ("model", "dataset", "output_dir"):  # pathlib.Path values are written as their text
-            if isinstance(data[name], os.PathLike):
-                data[name] = os.fspath(data[name])
         if not isinstance(data["dataset"], (str, type(None))):
             raise TypeError("A RunConfig holding an in-memory datasets.Dataset cannot be written as JSON; "
                             "save it with dataset.save_to_disk(path) or to a .jsonl file and pass the path.")

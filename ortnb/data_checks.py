@@ -90,16 +90,16 @@ def labels(dataset, task: str | None) -> Labels | None:
 # -- files ---------------------------------------------------------------------------------------
 
 
-def _stamp(path: Path) -> tuple[int, int]:
-    """What changes when a file (or a save_to_disk folder's state) is rewritten."""
+def _stamp(path: Path) -> tuple[int, int, int]:
+    """What changes when a file (or a save_to_disk folder's state) is rewritten, or its permissions change."""
     target = path / "state.json" if path.is_dir() and (path / "state.json").exists() else path
     stat = target.stat()
-    return stat.st_mtime_ns, stat.st_size
+    return stat.st_mtime_ns, stat.st_size, stat.st_ctime_ns
 
 
 @functools.lru_cache(maxsize=64)
-def _look_path(path: str, task: str, _mtime_ns: int, _size: int) -> Look:
-    """Cached per (path, task, mtime, size): the dashboard validates on every form change."""
+def _look_path(path: str, task: str, _mtime_ns: int, _size: int, _ctime_ns: int) -> Look:
+    """Cached per (path, task, mtime, size, ctime): the dashboard validates on every form change."""
     file = Path(path)
     if file.is_dir():
         from datasets import load_from_disk
@@ -115,8 +115,10 @@ def _look_path(path: str, task: str, _mtime_ns: int, _size: int) -> Look:
         return Look(rows=None)
     if file.suffix == ".csv":
         records, problems = _csv_records(text, file.name)
-    else:
+    elif file.suffix in (".json", ".jsonl"):
         records, problems = _json_records(text, file.name)
+    else:
+        return Look((f"{file.name}: unsupported file type; use .csv, .json, .jsonl or .txt.",))
     if problems:
         return Look(tuple(problems))
     return _look_records(records, task, file.name)
@@ -124,7 +126,10 @@ def _look_path(path: str, task: str, _mtime_ns: int, _size: int) -> Look:
 
 def _read_text(file: Path) -> tuple[str, str | None]:
     """The file as text, or why it cannot be (empty, not UTF-8)."""
-    raw = file.read_bytes()
+    try:
+        raw = file.read_bytes()
+    except OSError as error:
+        return "", f"{file.name} cannot be read ({error.strerror}); check its permissions."
     if not raw.strip():
         return "", f"{file.name} is empty; put the training rows in it."
     try:

@@ -44,19 +44,11 @@ class Problem:
 def validate(cfg: RunConfig, caps: Capabilities | None = None) -> list[Problem]:
     """Every problem with ``cfg`` on this machine (empty when the run can start)."""
     caps = caps or capabilities()
-    cfg = _plain_paths(cfg)
     problems: list[Problem] = []
     for check in (_check_numbers, _check_choices, _check_hardware, _check_model_and_data, _check_data,
                   _check_output, _check_name):
         check(cfg, caps, problems)
     return problems
-
-
-def _plain_paths(cfg: RunConfig) -> RunConfig:
-    """pathlib.Path values of the path fields as str, the form every check (and config.json) uses."""
-    changes = {name: os.fspath(getattr(cfg, name)) for name in ("model", "dataset", "output_dir")
-               if isinstance(getattr(cfg, name), os.PathLike)}
-    return cfg.replace(**changes) if changes else cfg
 
 
 def check(cfg: RunConfig, caps: Capabilities | None = None) -> None:

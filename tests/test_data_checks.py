@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from pathlib import Path
 
 import pytest
 
@@ -283,3 +284,17 @@ def test_three_named_classes_train_through_launch(tmp_path):
     model = run.load_model()
     assert model.classifier.out_features == 3
     assert model.config.id2label == {0: "neg", 1: "neutral", 2: "pos"}
+
+
+def test_unreadable_and_unsupported_files(tmp_path, monkeypatch):
+    path = write(tmp_path, "rows.jsonl", jsonl({"text": "a", "label": 0}))
+
+    def denied(self):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "read_bytes", denied)
+    assert data_checks.look(path, None).problems == ("rows.jsonl cannot be read (Permission denied); check its "
+                                                     "permissions.",)
+    monkeypatch.undo()
+    assert data_checks.look(write(tmp_path, "rows.parquet", "PAR1"), None).problems == (
+        "rows.parquet: unsupported file type; use .csv, .json, .jsonl or .txt.",)
