@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,21 +38,25 @@ class MetricsReader:
     records: list[dict] = field(default_factory=list)
     bad_lines: int = 0
     _offset: int = 0
+    # A notebook polls from its display thread while stop() waits in another: one poll at a time,
+    # or both would append the same lines.
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def poll(self) -> list[dict]:
         """Parse what was appended since the last call; returns the new records."""
-        try:
-            with open(self.path, "rb") as handle:
-                handle.seek(self._offset)
-                chunk = handle.read()
-        except FileNotFoundError:
-            return []
-        complete = chunk[:chunk.rfind(b"\n") + 1]  # empty when no newline arrived yet
-        new, bad = parse_lines(complete)
-        self._offset += len(complete)
-        self.bad_lines += bad
-        self.records.extend(new)
-        return new
+        with self._lock:
+            try:
+                with open(self.path, "rb") as handle:
+                    handle.seek(self._offset)
+                    chunk = handle.read()
+            except FileNotFoundError:
+                return []
+            complete = chunk[:chunk.rfind(b"\n") + 1]  # empty when no newline arrived yet
+            new, bad = parse_lines(complete)
+            self._offset += len(complete)
+            self.bad_lines += bad
+            self.records.extend(new)
+            return new
 
 
 def parse_lines(data: bytes) -> tuple[list[dict], int]:

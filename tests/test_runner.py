@@ -166,10 +166,13 @@ def test_the_shell_runs_the_same_worker(tmp_path):
 
     config = tmp_path / "config.json"
     tiny(tmp_path, max_steps=3, warmup_steps=0).to_json(config)
+    # A malformed line in the stream (after step 1) is skipped: it neither hides later steps nor crashes the follower.
     done = subprocess.run([sys.executable, "-m", "ortnb", "run", str(config)], capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, env={**os.environ, "ORTNB_FAULT": "badline:1"})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.count("samples/s") == 3 and "completed; engine onnxruntime" in done.stdout
+    run = ortnb.attach(done.stdout.split(" in ", 1)[1].splitlines()[0])
+    assert run.bad_lines == 1 and list(run.metrics["step"]) == [1, 2, 3] and run.status == "completed"
     bad = tmp_path / "bad.json"
     tiny(tmp_path, precision="bf16").to_json(bad)
     refused = subprocess.run([sys.executable, "-m", "ortnb", "run", str(bad)], capture_output=True, text=True)

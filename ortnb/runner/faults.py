@@ -7,6 +7,7 @@
     diskfull:3   the disk fills up while step 3's metrics line is written: half the line reaches the
                  file, the write fails with ENOSPC, and so does every later write to the metrics stream
                  (status.json, reserved when the run started, can still be overwritten, as on a real disk)
+    badline:2    a malformed line follows step 2's line in the metrics stream; training goes on
 Several faults are separated by commas. Read only at the worker's entry point.
 """
 
@@ -35,7 +36,7 @@ def parse(spec: str | None) -> list[tuple[str, float]]:
 
 class FaultCallback(TrainerCallback):
     def __init__(self, spec: str):
-        self.faults = [(kind, value) for kind, value in parse(spec) if kind != "diskfull"]
+        self.faults = [(kind, value) for kind, value in parse(spec) if kind not in ("diskfull", "badline")]
 
     def on_step_end(self, args, state, control, model=None, **kwargs):
         for kind, value in self.faults:
@@ -50,16 +51,18 @@ class FaultCallback(TrainerCallback):
                     next(model.parameters()).fill_(float("nan"))
 
 
-class DiskFullWriter(MetricsWriter):
-    """A MetricsWriter on a disk that fills up during the line of step ``full_at``."""
+class FaultyWriter(MetricsWriter):
+    """A MetricsWriter on a disk that fills up during the line of step ``full_at``, and/or that leaves a
+    malformed line after the line of step ``broken_after``."""
 
-    def __init__(self, path: Path, full_at: int):
+    def __init__(self, path: Path, full_at: int | None = None, broken_after: int | None = None):
         super().__init__(path)
-        self.full_at = full_at
+        self.full_at, self.broken_after = full_at, broken_after
         self.full = False
 
     def write(self, record: dict) -> None:
-        if not self.full and record.get("kind") == "step" and record.get("step", 0) >= self.full_at:
+        step = record.get("step", 0) if record.get("kind") == "step" else None
+        if not self.full and step is not None and self.full_at is not None and step >= self.full_at:
             self.full = True
             line = encode(record)
             self._handle.write(line[: len(line) // 2])  # what a full disk leaves: half a line, no newline
@@ -67,9 +70,18 @@ class DiskFullWriter(MetricsWriter):
         if self.full:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self._handle.name))
         super().write(record)
+        if step is not None and step == self.broken_after:
+            self._handle.write('{"kind": "step", "step": \x00\x00 this line is broken\n')
+            self._handle.flush()
 
 
 def metrics_writer(path: Path, spec: str | None) -> MetricsWriter:
-    """The worker's writer: a plain MetricsWriter unless ORTNB_FAULT asks for a full disk."""
-    full_at = next((int(value) for kind, value in parse(spec) if kind == "diskfull"), None)
-    return MetricsWriter(path) if full_at is None else DiskFullWriter(path, full_at)
+    """The worker's writer: a plain MetricsWriter unless ORTNB_FAULT asks for a full disk or a broken line."""
+    faults = dict(parse(spec))
+    if "diskfull" not in faults and "badline" not in faults:
+        return MetricsWriter(path)
+    return FaultyWriter(path, _int(faults.get("diskfull")), _int(faults.get("badline")))
+
+
+def _int(value: float | None) -> int | None:
+    return None if value is None else int(value)

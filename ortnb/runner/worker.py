@@ -142,7 +142,7 @@ def open_writer(run_dir: Path, local_rank: int, fault: str | None):
     ``ortnb run`` follows its own run folder. Other ranks write nothing."""
     if local_rank != 0:
         return None
-    if fault and "diskfull" in fault:
+    if fault:
         from .faults import metrics_writer
 
         return metrics_writer(run_dir / layout.METRICS, fault)
