@@ -11,7 +11,9 @@ read through package metadata, never by importing the packages (some have import
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,12 +104,40 @@ def load_model(name_or_path: str, task: str, dtype=None, labels=None):
     else:
         source = MODELS[name_or_path].locate() if name_or_path in MODELS else name_or_path
         tokenizer = AutoTokenizer.from_pretrained(source)
-        model = auto.from_pretrained(source, **extra)
+        with _new_head_is_expected():
+            model = auto.from_pretrained(source, **extra)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     if getattr(model.config, "pad_token_id", None) is None:
         model.config.pad_token_id = tokenizer.pad_token_id
     return model, tokenizer
+
+
+NEW_HEAD_PREFIXES = ("classifier.", "score.")
+
+
+class _DropNewHeadReport(logging.Filter):
+    """transformers 5 logs a LOAD REPORT table whenever weights are missing from a checkpoint. When the
+    only missing weights are the classification head this function adds on purpose, the table is noise
+    (a dozen red lines before anything useful); any other missing or unexpected weight still shows."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if "LOAD REPORT" not in text:
+            return True
+        keys = [line.split("|")[0].strip() for line in text.splitlines()
+                if "|" in line and any(word in line for word in ("MISSING", "UNEXPECTED", "MISMATCH"))]
+        return not keys or not all(key.startswith(NEW_HEAD_PREFIXES) for key in keys)
+
+
+@contextlib.contextmanager
+def _new_head_is_expected():
+    logger, quiet = logging.getLogger("transformers.modeling_utils"), _DropNewHeadReport()
+    logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        logger.removeFilter(quiet)
 
 
 def _tiny_config(name: str, vocab_size: int, **extra):

@@ -81,6 +81,11 @@ class ORTTrainingArguments(TrainingArguments):
         if ort_optim:
             self.optim = OptimizerNames.ADAMW_TORCH.value  # stand-in while TrainingArguments validates
         imply_use_cpu_for_ddp(self)
+        if not _imports.cuda_available():
+            # Pinned memory speeds copies to an accelerator; without one torch warns on every dataloader.
+            self.dataloader_pin_memory = False
+            # DeepSpeed probes for an accelerator on import and warns when it settles on the CPU: tell it.
+            os.environ.setdefault("DS_ACCELERATOR", "cpu")
         super().__post_init__()
         if fix_cpu_deepspeed_world(self.distributed_state) and self.hf_deepspeed_config is not None:
             self.hf_deepspeed_config.trainer_config_process(self)  # batch sizes with the real world size
