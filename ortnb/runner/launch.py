@@ -210,7 +210,8 @@ def _error_text(record: dict) -> str | None:
     """The error of a failed event or status.json: message and traceback tail."""
     if record.get("event", record.get("status")) != "failed":
         return None
-    return f"{record.get('error') or ''}\n{record.get('traceback') or ''}".strip() or "the run failed (no reason recorded)"
+    text = f"{record.get('error') or ''}\n{record.get('traceback') or ''}".strip()
+    return text or "the run failed and recorded no reason; see run.log in the run folder."
 
 
 def launch(cfg: RunConfig, launcher_args: list[str] | None = None) -> Run:

@@ -2,7 +2,8 @@
 the one that launched the run.
 
 - ``pid-supervisor.json``, ``pid-ranks.json`` (torchrun, or the one worker) and ``pid-writer.json``
-  (the rank that writes the metrics) name the processes that run it (pid, create time, host). On that host a pid counts as alive only if its create time matches, because pids are reused.
+  (the rank that writes the metrics) name the processes that run it (pid, create time, host). On that
+  host a pid counts as alive only if its create time matches, because pids are reused.
 - ``heartbeat`` is touched every HEARTBEAT_S seconds by the supervisor and by the rank that writes the
   metrics. It is what a reader on another host (a shared folder) goes by, and what an error quotes.
 
