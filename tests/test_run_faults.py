@@ -146,6 +146,24 @@ def test_a_deleted_run_folder_reads_failed_once_its_processes_ended(tmp_path, en
     assert run.status == "failed" and "the run folder was deleted while the run trained" in run.error
 
 
+def test_a_forced_stop_without_a_supervisor_ends_the_ranks_and_says_so(tmp_path, ended_process):
+    run_dir = run_folder(tmp_path, event("started"), step(1), step(2))
+    record_ended(run_dir, "supervisor", ended_process)
+    ranks = subprocess.Popen(["sleep", "60"], start_new_session=True)  # a step that never ends
+    liveness.record_process(run_dir, "ranks", ranks.pid)
+    run = ortnb.attach(run_dir)
+    assert run.status == "running"
+    try:
+        assert run.stop(timeout=0.5) == "stopped"
+    finally:
+        ranks.kill()
+        ranks.wait()
+    assert ranks.returncode == -signal.SIGTERM  # terminated by stop(), not by the clean-up above
+    final = run.events[-1]
+    assert final["forced"] is True and final["step"] == 2 and "within 0.5 s of the stop request" in final["reason"]
+    assert status_file.read(run_dir)["status"] == "stopped"
+
+
 # -- the supervisor's last word (no training) ------------------------------------------------
 
 def test_the_supervisor_ends_a_stream_broken_by_a_full_disk_with_the_workers_error(tmp_path):

@@ -81,17 +81,22 @@ def supervise(run_dir: Path, launcher_args: list[str] | None = None) -> int:
     heartbeat = liveness.start_heartbeat(run_dir)
     cfg = RunConfig.from_json(run_dir / layout.CONFIG)
     record_peak(cfg, run_dir)
-    with open(run_dir / layout.LOG, "ab") as log:
-        ranks = subprocess.Popen(worker_command(cfg, run_dir, launcher_args), env=worker_environment(cfg),
-                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    liveness.record_process(run_dir, "ranks", ranks.pid)
+    started: list[subprocess.Popen] = []
     terminated: list[int] = []
 
     def forward(signum, _frame):  # stop() escalates with SIGTERM: take the ranks down with us
         terminated.append(signum)
-        control.signal_group(ranks.pid, signum)
+        for ranks in started:
+            control.signal_group(ranks.pid, signum)
 
-    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGTERM, forward)  # before the ranks start, so that no SIGTERM can orphan them
+    with open(run_dir / layout.LOG, "ab") as log:
+        ranks = subprocess.Popen(worker_command(cfg, run_dir, launcher_args), env=worker_environment(cfg),
+                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    started.append(ranks)
+    liveness.record_process(run_dir, "ranks", ranks.pid)
+    if terminated:  # SIGTERM came while they were being started
+        control.signal_group(ranks.pid, signal.SIGTERM)
     returncode = ranks.wait()
     status = finish(run_dir, returncode, terminated=bool(terminated))
     heartbeat.set()
