@@ -80,11 +80,15 @@ def cmd_run(options: argparse.Namespace) -> int:
     print(f"ortnb run: {run.config.label} in {run.run_dir}")
     from .metrics import steps
 
-    printed = 0
+    printed, phase = 0, None
 
     def print_new_steps():
-        nonlocal printed
-        new = steps(run.records())[printed:]
+        nonlocal printed, phase
+        records = run.records()
+        if not printed and run.phase not in (None, phase):  # name what happens before the first step
+            phase = run.phase
+            print(f"ortnb run: {phase}...", flush=True)
+        new = steps(records)[printed:]
         for record in new:
             print(format_step(record), flush=True)
         printed += len(new)
@@ -98,6 +102,9 @@ def cmd_run(options: argparse.Namespace) -> int:
         run.stop()
     print_new_steps()
     print(f"ortnb run: {run.status}; engine {run.summary()['engine']}")
+    if run.bad_lines:
+        print(f"ortnb run: {run.bad_lines} malformed line(s) in {run.run_dir / 'metrics.jsonl'} were skipped "
+              "(a full disk or a killed writer leaves one)", file=sys.stderr)
     if run.status == "failed":
         print(run.error, file=sys.stderr)
     return 0 if run.status in ("completed", "stopped") else 1

@@ -18,7 +18,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import assets
 
 CLASSIFICATION = "sequence-classification"
 TEXT, LABEL = "text", "label"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import platform
 import time
 from importlib.metadata import PackageNotFoundError, version
@@ -74,6 +75,18 @@ def results(table, configs: list[RunConfig], command: str, runs: list[list[dict]
             "table": json.loads(table.to_json(orient="records")), "best": describe_best(table), "runs": runs or []}
 
 
+def strict_json(value):
+    """NaN and infinities as null: results.json must parse with any JSON reader, not only Python's
+    (a run stopped by a NaN loss has final_loss NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: strict_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(item) for item in value]
+    return value
+
+
 def write(table, configs: list[RunConfig], out_dir: str | Path, command: str,
           runs: list[list[dict]] | None = None) -> tuple[Path, Path]:
     """Write results.json and a self-contained report.html (plotly inlined: opens offline)."""
@@ -83,7 +96,7 @@ def write(table, configs: list[RunConfig], out_dir: str | Path, command: str,
     out.mkdir(parents=True, exist_ok=True)
     data = results(table, configs, command, runs)
     json_path = out / "results.json"
-    json_path.write_text(json.dumps(data, indent=2))
+    json_path.write_text(json.dumps(strict_json(data), indent=2, allow_nan=False))
     figure = comparison_figure(table).to_html(full_html=False, include_plotlyjs=True)
     facts = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(str(v))}</li>"
                     for k, v in {**data["machine"], **data["versions"]}.items())

@@ -41,19 +41,21 @@ class Problem:
         return f"{self.field}: {self.message}"
 
 
-def validate(cfg: RunConfig, caps: Capabilities | None = None) -> list[Problem]:
-    """Every problem with ``cfg`` on this machine (empty when the run can start)."""
+def validate(cfg: RunConfig, caps: Capabilities | None = None, nodes: int = 1) -> list[Problem]:
+    """Every problem with ``cfg`` on this machine (empty when the run can start). ``nodes``: how many
+    nodes the run spans (``ortnb run ... -- --nnodes N``); ZeRO shards over all of their processes."""
     caps = caps or capabilities()
     problems: list[Problem] = []
     for check in (_check_numbers, _check_choices, _check_hardware, _check_model_and_data, _check_data,
                   _check_output, _check_name):
         check(cfg, caps, problems)
+    _check_sharding(cfg, nodes, problems)
     return problems
 
 
-def check(cfg: RunConfig, caps: Capabilities | None = None) -> None:
+def check(cfg: RunConfig, caps: Capabilities | None = None, nodes: int = 1) -> None:
     """Raise one ConfigError listing every problem, or return."""
-    problems = validate(cfg, caps)
+    problems = validate(cfg, caps, nodes)
     if problems:
         raise ConfigError([str(p) for p in problems])
 
@@ -135,15 +137,18 @@ def _check_hardware(cfg, caps, problems):
         if not caps.deepspeed:
             problems.append(Problem("zero_stage", "ZeRO needs DeepSpeed: pip install 'ortnb[deepspeed]', or "
                                                   "zero_stage=0."))
-        if cfg.num_processes == 1:
-            problems.append(Problem("zero_stage", f"zero_stage={cfg.zero_stage} with num_processes=1 shards "
-                                                  "nothing; use num_processes=2 or more, or zero_stage=0."))
         if cfg.backend == "compile":
             problems.append(Problem("zero_stage", "ZeRO with backend='compile' is not supported by ortnb runs; "
                                                   "use backend='eager' or 'ort' with ZeRO."))
     if cfg.backend == "compile" and not caps.torch_compile:
         problems.append(Problem("backend", "backend='compile' needs a C++ compiler on the CPU (g++); install it or "
                                            "use backend='eager'."))
+
+
+def _check_sharding(cfg, nodes: int, problems):
+    if cfg.zero_stage in (1, 2) and cfg.num_processes == 1 and nodes <= 1:
+        problems.append(Problem("zero_stage", f"zero_stage={cfg.zero_stage} with num_processes=1 shards "
+                                              "nothing; use num_processes=2 or more, or zero_stage=0."))
 
 
 def _check_model_and_data(cfg, caps, problems):

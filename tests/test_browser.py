@@ -109,6 +109,14 @@ def test_dashboard_in_jupyterlab(lab):
             expect(dashboard).to_be_visible(timeout=120_000)
             dismiss_notifications(page)
             expect(dashboard).to_contain_text("Press Run")  # empty charts: axes and a hint
+            # Every control has its help on hover; options this machine cannot run look unavailable and
+            # say why without hovering (here: fused Adam (ORT, CUDA), bf16 and fp16 with ONNX Runtime).
+            expect(page.locator(".ortnb-field-label[title]")).to_have_count(11)
+            expect(dashboard).to_contain_text("unavailable here: fused Adam (ORT, CUDA)")
+            struck = page.evaluate("""() => [...document.querySelectorAll('.ortnb-dashboard .widget-toggle-button')]
+                .filter((b) => getComputedStyle(b).textDecorationLine.includes('line-through'))
+                .map((b) => b.textContent.trim())""")
+            assert struck == ["fused Adam (ORT, CUDA)", "bf16", "fp16"], struck
             assert_fits(page, "1400 px, before the first run")
             page.screenshot(path=str(shots / "1-empty.png"))
 

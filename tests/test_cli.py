@@ -25,6 +25,7 @@ class FakeRun:
         self.config, self.run_dir, self.error = config, run_dir, error
         self.status = "failed" if error else "completed"
         self.done = True
+        self.phase, self.bad_lines = None, 0
 
     def records(self) -> list:
         return []

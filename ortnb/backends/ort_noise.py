@@ -1,6 +1,9 @@
 """What ONNX Runtime training prints that tells a user nothing, silenced where it starts.
 
 Only these, each for a stated reason; every other warning and log line still shows:
+- "Fallback to PyTorch due to exception ..." with ORT's whole traceback (60 lines for a failed export)
+  when ``ort_fallback="allow"``: the engine logs one line instead and keeps the full text in the engine
+  report's ``fallback_detail``.
 - "User Module's attribute name train/eval/to/... collides with ORTModule's attribute name": ORTModule
   lists every method a transformers model overrides that ORTModule also defines. ortnb keeps the user's
   model object and calls those methods on it, never on ORTModule, so the collision cannot bite.
@@ -21,12 +24,13 @@ import warnings
 
 COLLISION = "collides with ORTModule's attribute name"
 BANNER = "is accelerating your model"
+FALLBACK = "Fallback to PyTorch due to exception"
 
 
 class DropOrtNoise(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        text = record.getMessage()
-        if COLLISION in text:
+        text = str(record.msg)
+        if COLLISION in text or text.startswith(FALLBACK):
             return False
         if BANNER in text:
             return logging.getLogger(record.name).getEffectiveLevel() < logging.WARNING
@@ -36,15 +40,15 @@ class DropOrtNoise(logging.Filter):
 _FILTER = DropOrtNoise()
 
 
-def quiet_ortmodule_logger() -> None:
-    """Put the filter on ORTModule's logger(s) before ORTModule creates and uses them. ORT names its
-    logger ``orttraining`` or ``orttraining.rank-N``; filters on a logger do not reach its children, so
-    each name gets it."""
+def quiet_ortmodule_logger(name: str | None = None) -> None:
+    """Put the filter on ORTModule's logger before ORTModule creates and uses it (it can fall back while it
+    initialises). ORT names its logger ``orttraining`` or ``orttraining.rank-N``; filters on a logger do
+    not reach its children, so the exact name is needed; ``name`` adds one ORTModule reports itself."""
     from onnxruntime.training.ortmodule._utils import get_rank, get_world_size
 
-    names = ["orttraining"] + ([f"orttraining.rank-{get_rank()}"] if get_world_size() > 1 else [])
-    for name in names:
-        logger = logging.getLogger(name)
+    names = ["orttraining" if get_world_size() <= 1 else f"orttraining.rank-{get_rank()}"] + ([name] if name else [])
+    for logger_name in names:
+        logger = logging.getLogger(logger_name)
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)
 

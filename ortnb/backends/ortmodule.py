@@ -25,7 +25,7 @@ import torch
 
 from .._imports import ort_version
 from ..errors import OrtFallbackError
-from . import ort_compat
+from . import ort_compat, ort_noise
 from .custom_functions import guard_custom_autograd_functions
 
 logger = logging.getLogger("ortnb")
@@ -111,9 +111,11 @@ class OrtEngine:
         ortmodule.ONNX_OPSET_VERSION = self.options.opset  # read when the execution managers are created
         debug = DebugOptions(log_level=getattr(LogLevel, self.options.log_level), **self._dump_options())
         target = _ModuleWithLoss(self.model, self.options.loss_fn) if self.options.loss_fn else self.model
-        _quiet_fallback_tracebacks(_ort_logger_name())  # before ORTModule: it can fall back while it initialises
-        ort = ortmodule.ORTModule(target, debug_options=debug)
-        _quiet_fallback_tracebacks(ort._logger.name)
+        ort_noise.quiet_ortmodule_logger()  # before ORTModule: it can fall back while it initialises
+        ort_noise.ignore_deepspeed_hook_warning()
+        with ort_noise.wrapping_the_model():
+            ort = ortmodule.ORTModule(target, debug_options=debug)
+        ort_noise.quiet_ortmodule_logger(ort._logger.name)
         if type(ort._torch_module).__name__ == "TorchModulePytorch":  # fell back at initialisation
             return self._finish_ortmodule(ort)
         manager = ort._torch_module._execution_manager
@@ -245,31 +247,6 @@ class OrtEngine:
         if not folder or not os.path.isdir(folder):
             return []
         return sorted(str(path) for path in Path(folder).glob("*.onnx"))
-
-
-class _QuietFallback(logging.Filter):
-    """Drops ORT's "Fallback to PyTorch due to exception ..." warning, which prints the whole traceback
-    (60 lines for a failed export) into the user's output. The engine logs one line instead and keeps
-    the full text in the engine report's ``fallback_detail``."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("Fallback to PyTorch due to exception")
-
-
-_QUIET_FALLBACK = _QuietFallback()
-
-
-def _quiet_fallback_tracebacks(logger_name: str) -> None:
-    ort_logger = logging.getLogger(logger_name)
-    if _QUIET_FALLBACK not in ort_logger.filters:
-        ort_logger.addFilter(_QUIET_FALLBACK)
-
-
-def _ort_logger_name() -> str:
-    """The logger ORTModule is about to use: named as its _logger.configure_ortmodule_logger names it."""
-    from onnxruntime.training.ortmodule._utils import get_rank, get_world_size
-
-    return f"orttraining.rank-{get_rank()}" if get_world_size() > 1 else "orttraining"
 
 
 def _watch_phases(tracker) -> None:

@@ -13,8 +13,7 @@ from pathlib import Path
 
 from .. import metrics
 from ..config import RunConfig
-from ..errors import ConfigError
-from ..validation import check, validate
+from ..validation import check
 from . import control, layout, liveness, status_file
 from .stream import append_event
 
@@ -218,7 +217,7 @@ def launch(cfg: RunConfig, launcher_args: list[str] | None = None) -> Run:
     """Check ``cfg`` (raising ConfigError with every problem), create a new run directory and start
     the run in a supervisor process. Returns at once. ``launcher_args`` are torchrun's node arguments
     (``--nnodes 2 --node_rank 0 --rdzv_backend c10d --rdzv_endpoint host:port``) for a run across nodes."""
-    _check(cfg, nodes(launcher_args))
+    check(cfg, nodes=nodes(launcher_args))  # across nodes ZeRO shards over every node's processes
     # Absolute, so that a later os.chdir in the kernel does not lose the run or its model.
     cfg = cfg.replace(output_dir=str(Path(cfg.output_dir).expanduser().resolve()))
     run_dir = layout.new_run_dir(cfg.output_dir, cfg.label)
@@ -246,17 +245,6 @@ def nodes(launcher_args: list[str] | None) -> int:
             except ValueError:
                 return 1
     return 1
-
-
-def _check(cfg: RunConfig, node_count: int) -> None:
-    """check(cfg), except that across nodes ZeRO shards over every node's processes, so validate's
-    "zero_stage with num_processes=1 shards nothing" (it counts one node's processes) does not apply."""
-    if node_count <= 1:
-        check(cfg)
-        return
-    problems = [p for p in validate(cfg) if not (p.field == "zero_stage" and "shards nothing" in p.message)]
-    if problems:
-        raise ConfigError([str(p) for p in problems])
 
 
 def _store_dataset(cfg: RunConfig, run_dir: Path) -> RunConfig:

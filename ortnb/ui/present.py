@@ -10,6 +10,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from .. import metrics
 from .form import humanize
 from .state import DashboardState, RunEntry
 
@@ -52,16 +53,15 @@ class Progress:
 
 
 def _steps(records: list[dict]) -> list[dict]:
-    return [r for r in records if r.get("kind") == "step"]
+    return metrics.steps(records)
 
 
 def _phase(records: list[dict]) -> tuple[str, float | None]:
     """The phase a run is in before its first step (as the worker names it), with its start time."""
-    phases = [r for r in records if r.get("kind") == "event" and r.get("event") == "phase"]
+    phases = metrics.events(records, "phase")
     if phases:
         return phases[-1]["phase"], phases[-1].get("time")
-    started = any(r.get("event") == "started" for r in records)
-    return ("preparing" if started else "starting processes"), None
+    return ("preparing" if metrics.events(records, "started") else "starting processes"), None
 
 
 def eta_seconds(steps: list[dict], total: int) -> float | None:
