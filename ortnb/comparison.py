@@ -18,9 +18,9 @@ from .errors import ConfigError
 from .runner import Run, launch
 from .validation import validate
 
-SAME_FOR_ALL = ("model", "task", "dataset", "seed", "seq_len")
-COLUMNS = ["label", "engine", "status", "samples_per_s", "spread", "speedup", "peak_rss_mb", "optimizer_state_mb",
-           "final_loss", "mfu", "first_step_s", "runs"]
+SAME_FOR_ALL = ("model", "task", "dataset", "seed", "seq_len")  # padding may differ: it is an option being compared
+COLUMNS = ["label", "engine", "status", "samples_per_s", "spread", "speedup", "tokens_per_s", "real_tokens_per_s",
+           "peak_rss_mb", "optimizer_state_mb", "final_loss", "mfu", "first_step_s", "runs"]
 
 
 def workload_problems(configs: list[RunConfig]) -> list[str]:
@@ -115,6 +115,7 @@ def _row(runs: list[dict]) -> dict:
     statuses = sorted({r["status"] for r in runs})
     return {"label": runs[0]["label"], "engine": "/".join(engines), "status": "/".join(statuses),
             "samples_per_s": median("samples_per_s"), "spread": median("samples_per_s_iqr"),
+            "tokens_per_s": median("tokens_per_s"), "real_tokens_per_s": median("real_tokens_per_s"),
             "peak_rss_mb": median("peak_rss_mb"), "optimizer_state_mb": median("optimizer_state_mb"),
             "final_loss": median("final_loss"), "mfu": median("mfu"), "first_step_s": median("first_step_s"),
             "runs": len(runs)}

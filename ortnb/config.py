@@ -48,7 +48,11 @@ class RunConfig:
     batch_size: int = 16
     """Samples per step on each process."""
     seq_len: int = 128
-    """Tokens per sample: longer texts are cut, shorter ones padded."""
+    """Most tokens per sample: longer texts are cut (see padding for shorter ones)."""
+    padding: str | None = None
+    """How a batch is padded: longest (to its longest row, rounded up to a multiple of 8) or max_length (every row to seq_len, as Optimum's published examples did). None: longest for classification; a causal LM trains on full blocks of seq_len tokens and needs none."""
+    length_grouping: bool | None = None
+    """Put rows of similar length in the same batch (Trainer's length-grouped sampler), so little padding is left. None: on when padding is longest."""
     max_steps: int = 60
     """Optimizer steps to train."""
     learning_rate: float = 5e-5

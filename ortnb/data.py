@@ -1,7 +1,9 @@
-"""Turn a RunConfig's dataset into tokenized train/eval sets of fixed length.
+"""Turn a RunConfig's dataset into tokenized train/eval sets, and the collator that pads its batches.
 
-Every sample is padded or cut to ``seq_len`` tokens: constant shapes keep ORT from re-building
-graphs and make step times comparable between runs.
+Texts are cut at ``seq_len`` tokens. With padding "longest" (the default for classification) each batch
+is padded to its longest row, rounded up to a multiple of 8; ORTModule exports with dynamic axes, so one
+graph serves every length (the engine report counts exports). "max_length" pads every row to ``seq_len``,
+as Optimum's published examples did. A causal LM trains on the text cut into full blocks.
 """
 
 from __future__ import annotations
@@ -55,9 +57,29 @@ def encode_labels(rows, labels: data_checks.Labels):
     return rows.map(lambda batch: {"label": [ids[name] for name in batch["label"]]}, batched=True)
 
 
-def tokenize_classification(rows, tokenizer, seq_len: int):
+def padding_plan(padding: str | None, length_grouping: bool | None, task: str) -> tuple[str, bool]:
+    """(padding, length grouping) a run uses. A causal LM trains on full blocks ("blocks": nothing to pad);
+    classification pads each batch to its longest row unless told max_length, and groups rows of similar
+    length whenever it pads per batch."""
+    if task == "causal-lm":
+        return "blocks", False
+    padding = padding or "longest"
+    return padding, (padding == "longest") if length_grouping is None else bool(length_grouping)
+
+
+def collator(tokenizer, padding: str):
+    """transformers' own collator. Per-batch padding rounds up to a multiple of 8: vector-friendly lengths,
+    and fewer distinct shapes. Rows tokenized to max_length already have seq_len tokens."""
+    from transformers import DataCollatorWithPadding
+
+    return DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8 if padding == "longest" else None)
+
+
+def tokenize_classification(rows, tokenizer, seq_len: int, padding: str = "max_length"):
     def encode(batch):
-        return tokenizer(batch["text"], truncation=True, max_length=seq_len, padding="max_length")
+        if padding == "max_length":
+            return tokenizer(batch["text"], truncation=True, max_length=seq_len, padding="max_length")
+        return tokenizer(batch["text"], truncation=True, max_length=seq_len)  # the collator pads each batch
 
     columns = [c for c in rows.column_names if c != "label"]
     return rows.map(encode, batched=True, remove_columns=columns).rename_column("label", "labels")
@@ -79,7 +101,7 @@ def tokenize_causal(rows, tokenizer, seq_len: int, eval_blocks: int = 0):
 
 
 def build(dataset, task: str, tokenizer, seq_len: int, eval_samples: int = 0, seed: int = 0,
-          train_samples: int | None = None, labels: data_checks.Labels | None = None):
+          train_samples: int | None = None, labels: data_checks.Labels | None = None, padding: str = "max_length"):
     """(train, eval or None), tokenized for ``task``; ``train_samples`` keeps only the rows a run reads.
 
     ``labels`` (from ``data_checks.labels``, looked up when not given) maps class names to ids; a dataset
@@ -94,5 +116,5 @@ def build(dataset, task: str, tokenizer, seq_len: int, eval_samples: int = 0, se
     if labels is not None and labels.mapped:
         train = encode_labels(train, labels)
         evaluation = encode_labels(evaluation, labels) if evaluation is not None else None
-    train = tokenize_classification(train, tokenizer, seq_len)
-    return train, (tokenize_classification(evaluation, tokenizer, seq_len) if evaluation is not None else None)
+    train = tokenize_classification(train, tokenizer, seq_len, padding)
+    return train, (tokenize_classification(evaluation, tokenizer, seq_len, padding) if evaluation is not None else None)

@@ -244,6 +244,11 @@ def _missing_column(name: str, column: str, found: list[str], task: str) -> str:
     what = ("each row's class, an id 0..K-1 or a name" if column == LABEL else
             "the text to classify" if task == CLASSIFICATION else "the text to learn from")
     shown = ", ".join(repr(c) for c in found) or "none"
+    if column == TEXT and "input_ids" in found:
+        # Already tokenized, usually padded to one length: per-batch padding could not shorten those rows.
+        return (f"{name} is already tokenized (columns {shown}) and has no {TEXT!r} column; ortnb runs tokenize the "
+                "text themselves, so batches can be padded to their longest row (padding='longest'): pass the raw "
+                f"text in a {TEXT!r} column instead of input_ids.")
     return f"{name} has no {column!r} column for {what} (columns found: {shown}); rename that column to {column!r}."
 
 

@@ -33,6 +33,21 @@ def flops_per_token(model, seq_len: int) -> float:
     return 6.0 * non_embedding_parameters(model) + 12.0 * layers * width * seq_len
 
 
+class TokenFlops:
+    """Model FLOPs of ``tokens`` trained tokens in rows of ``context`` tokens: what a step with batches of
+    varying length computed (padding included: the engine computes padded positions too)."""
+
+    def __init__(self, model):
+        config = model.config
+        layers = getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", 0)
+        width = getattr(config, "hidden_size", None) or getattr(config, "n_embd", 0)
+        self.dense = 6.0 * non_embedding_parameters(model)
+        self.attention = 12.0 * layers * width
+
+    def __call__(self, tokens: int, context: int) -> float:
+        return tokens * (self.dense + self.attention * context)
+
+
 def flops_per_step(model, batch_size: int, seq_len: int, num_processes: int = 1) -> float:
     """Model FLOPs of one optimizer step over all processes."""
     return flops_per_token(model, seq_len) * batch_size * seq_len * num_processes

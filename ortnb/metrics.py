@@ -17,8 +17,9 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-STEP_COLUMNS = ["step", "wall_time", "step_time", "samples_per_s", "tokens_per_s", "loss", "learning_rate",
-                "grad_norm", "peak_rss_mb", "gpu_memory_mb", "optimizer_state_mb", "mfu"]
+# tokens_per_s counts padded tokens (the work the engine did); real_tokens_per_s the text trained on.
+STEP_COLUMNS = ["step", "wall_time", "step_time", "samples_per_s", "tokens_per_s", "real_tokens_per_s", "seq_len",
+                "loss", "learning_rate", "grad_norm", "peak_rss_mb", "gpu_memory_mb", "optimizer_state_mb", "mfu"]
 FINAL_EVENTS = ("completed", "stopped", "failed")
 PHASES = ("loading model", "tokenizing", "ONNX export", "graph build", "first step")
 # Older streams wrote non-finite floats as these strings; they are numbers again on read.
@@ -133,6 +134,8 @@ def summarize(records: list[dict], warmup_steps: int) -> dict:
         "samples_per_s": _median(r["samples_per_s"] for r in measured),
         "samples_per_s_iqr": _iqr([r["samples_per_s"] for r in measured]),
         "tokens_per_s": _median(r["tokens_per_s"] for r in measured),
+        "real_tokens_per_s": _median(r.get("real_tokens_per_s") for r in measured),
+        "padding_fraction": padding_fraction(measured),
         "step_time_s": _median(r["step_time"] for r in measured),
         "peak_rss_mb": max((max(r["peak_rss_mb"]) for r in steps(records) if r.get("peak_rss_mb")), default=None),
         "optimizer_state_mb": max(_last(steps(records), "optimizer_state_mb") or [None], key=lambda v: v or 0),
@@ -141,8 +144,17 @@ def summarize(records: list[dict], warmup_steps: int) -> dict:
         "engine": engine.get("engine"),
         "fallback": engine.get("fallback"),
         "first_step_s": engine.get("time_to_first_step_s"),
+        "exports": engine.get("exports"),
     }
     return summary
+
+
+def padding_fraction(step_records: list[dict]) -> float | None:
+    """Share of the computed tokens that were padding, over these steps (None without token counts)."""
+    timed = [r for r in step_records if r.get("real_tokens_per_s") is not None and r.get("tokens_per_s")]
+    padded = sum(r["tokens_per_s"] * r["step_time"] for r in timed)
+    real = sum(r["real_tokens_per_s"] * r["step_time"] for r in timed)
+    return 1.0 - real / padded if padded else None
 
 
 def _median(values):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .hardware import Capabilities, capabilities, cpu_info
 from .config import RunConfig
+from .validation import run_task
 
 METHOD = (
     "Each configuration ran in fresh worker processes with the same model, data and seed. The first warm-up "
@@ -29,9 +30,12 @@ def optimum_preset(base: RunConfig, caps: Capabilities | None = None) -> list[Ru
 
     PyTorch + AdamW (baseline); PyTorch + fused AdamW (so the table shows what the engine buys apart
     from the optimizer); ORT + fused Adam (ORT's FusedAdam on CUDA, torch's fused AdamW on the CPU);
-    ORT + ZeRO-1 over 2 processes; plus eager bf16 and torch.compile where supported.
+    ORT + ZeRO-1 over 2 processes; plus eager bf16 and torch.compile where supported. Rows are padded
+    to ``seq_len`` as in Optimum's examples unless ``base.padding`` says otherwise.
     """
     caps = caps or capabilities()
+    if run_task(base) != "causal-lm" and base.padding is None:
+        base = base.replace(padding="max_length")  # Optimum's examples padded every row to the sequence length
     fused = "adamw_ort_fused" if caps.ort_cuda else "adamw_torch_fused"
     # PyTorch + fused AdamW separates what the engine buys from what the fused optimizer buys.
     configs = [base.replace(backend="eager", optim="adamw_torch", name="PyTorch + AdamW"),

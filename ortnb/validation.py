@@ -46,8 +46,8 @@ def validate(cfg: RunConfig, caps: Capabilities | None = None, nodes: int = 1) -
     nodes the run spans (``ortnb run ... -- --nnodes N``); ZeRO shards over all of their processes."""
     caps = caps or capabilities()
     problems: list[Problem] = []
-    for check in (_check_numbers, _check_choices, _check_hardware, _check_model_and_data, _check_data,
-                  _check_output, _check_name):
+    for check in (_check_numbers, _check_choices, _check_padding, _check_hardware, _check_model_and_data,
+                  _check_data, _check_output, _check_name):
         check(cfg, caps, problems)
     _check_sharding(cfg, nodes, problems)
     return problems
@@ -112,6 +112,28 @@ def _check_choices(cfg, caps, problems):
         problems.append(Problem("task", f"unknown task {cfg.task!r}. Choose sequence-classification or causal-lm."))
 
 
+PADDINGS = ("longest", "max_length")
+
+
+def _check_padding(cfg, caps, problems):
+    if cfg.padding is not None and cfg.padding not in PADDINGS:
+        problems.append(Problem("padding", f"unknown value {cfg.padding!r}. Choose between longest (each batch to "
+                                           "its longest row) and max_length (every row to seq_len), or None."))
+    if cfg.length_grouping is not None and not isinstance(cfg.length_grouping, bool):
+        problems.append(Problem("length_grouping", f"must be True, False or None, got {cfg.length_grouping!r}."))
+    if cfg.length_grouping is True and cfg.padding == "max_length":
+        problems.append(Problem("length_grouping", "length_grouping=True with padding='max_length' groups rows that "
+                                                   "are all padded to seq_len anyway; use padding='longest', or "
+                                                   "length_grouping=None."))
+    if run_task(cfg) == Task.CAUSAL_LM.value and (cfg.padding is not None or cfg.length_grouping is not None):
+        set_fields = [f"{name}={getattr(cfg, name)!r}" for name in ("padding", "length_grouping")
+                      if getattr(cfg, name) is not None]
+        problems.append(Problem("padding" if cfg.padding is not None else "length_grouping",
+                                f"a causal LM trains on the text cut into blocks of exactly seq_len tokens: no row is "
+                                f"padded, so {' and '.join(set_fields)} would change nothing; leave padding and "
+                                "length_grouping as None."))
+
+
 def _check_hardware(cfg, caps, problems):
     if cfg.backend == "ort":
         if not caps.ort_training:
@@ -160,7 +182,7 @@ def _check_model_and_data(cfg, caps, problems):
         problems.append(Problem("task", f"{cfg.model} is an encoder (BERT) and cannot be a causal LM; use "
                                         "model='smollm2' or task='sequence-classification'."))
     data_task = _dataset_task(cfg, problems)
-    task = task or _task(cfg)  # a local folder without task= trains as a classifier in the worker
+    task = task or run_task(cfg)  # a local folder without task= trains as a classifier in the worker
     if data_task and data_task != task:
         problems.append(Problem("dataset", f"{cfg.dataset!r} is {data_task} data but the task is {task}; use "
                                            f"{'hamlet' if task == 'causal-lm' else 'rotten_tomatoes'} or change "
@@ -219,7 +241,7 @@ def _check_data(cfg, caps, problems):
     if any(p.field == "dataset" for p in problems):
         return  # the data is missing or of the wrong kind: looking inside would only repeat that
     text_file = isinstance(cfg.dataset, str) and cfg.dataset.endswith(".txt")
-    task = "causal-lm" if text_file else _task(cfg)
+    task = "causal-lm" if text_file else run_task(cfg)
     found = data_checks.look(cfg.dataset, task)
     problems.extend(Problem("dataset", message) for message in found.problems)
     if task == Task.SEQUENCE_CLASSIFICATION and found.rows and _is_int(cfg.eval_samples) \
@@ -231,7 +253,7 @@ def _check_data(cfg, caps, problems):
         _check_head(cfg, found.labels, problems)
 
 
-def _task(cfg) -> str:
+def run_task(cfg) -> str:
     """The task the worker will train: the asked one, the built-in model's, else sequence classification."""
     if cfg.task:
         return cfg.task

@@ -17,12 +17,12 @@ SEQ = 32
 requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
-def tiny_bert(num_labels: int = 2, seed: int = 0):
+def tiny_bert(num_labels: int = 2, seed: int = 0, vocab_size: int = VOCAB):
     from transformers import BertConfig, BertForSequenceClassification
 
     torch.manual_seed(seed)
     config = BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
-                        vocab_size=VOCAB, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                        vocab_size=vocab_size, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
                         num_labels=num_labels)
     return BertForSequenceClassification(config)
 

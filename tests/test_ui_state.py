@@ -20,6 +20,7 @@ def step(n, samples_per_s=10.0, step_time=0.5, loss=0.7):
 def summary(samples_per_s, spread=0.1, measured=20, engine="pytorch"):
     return {"samples_per_s": samples_per_s, "samples_per_s_iqr": spread, "steps_measured": measured,
             "engine": engine, "final_loss": 0.51234, "mfu": 0.4567, "peak_rss_mb": 1560.4,
+            "tokens_per_s": 480.0, "real_tokens_per_s": 310.5,
             "optimizer_state_mb": 87.0, "first_step_s": 7.84, "run_dir": "/runs/x"}
 
 
@@ -152,7 +153,8 @@ def test_summary_card_has_what_a_user_asks_after_a_run():
     state = DashboardState()
     entry = finished(state, "/runs/a", result=summary(12.345, spread=1.0))
     assert dict(present.summary_items(entry)) == {
-        "final loss": "0.5123", "samples/s (median)": "12.3 ± 0.5", "MFU": "45.7%", "wall time": "0:10",
+        "final loss": "0.5123", "samples/s (median)": "12.3 ± 0.5", "tokens/s, real (padded)": "310 (480)",
+        "MFU": "45.7%", "wall time": "0:10",
         "first step": "7.8 s", "engine": "pytorch", "run folder": "/runs/x"}
     html = present.summary_card_html(entry)
     assert "eager + AdamW: completed" in html and "ortnb-summary" in html
@@ -176,11 +178,11 @@ def test_comparison_table_says_numbers_plainly():
         state.add_to_comparison(run_id)
     rows = present.comparison_rows(state)
     assert [title for _, title in present.TABLE_COLUMNS] == [
-        "run", "engine", "samples/s", "spread (IQR)", "speed-up", "MFU %", "peak memory (MB)",
+        "run", "engine", "samples/s", "spread (IQR)", "speed-up", "real tokens/s", "MFU %", "peak memory (MB)",
         "optimizer state (MB)", "final loss", "first step (s)"]
-    assert present.table_cells(rows[0]) == ["eager + AdamW", "pytorch", "1,560", "31.2 (2%)", "baseline", "45.7",
+    assert present.table_cells(rows[0]) == ["eager + AdamW", "pytorch", "1,560", "31.2 (2%)", "baseline", "310", "45.7",
                                             "1,560", "87", "0.512", "7.84"]
-    assert present.table_cells(rows[1])[2:6] == ["1,716", "–", "1.10x", "–"]
+    assert present.table_cells(rows[1])[2:7] == ["1,716", "–", "1.10x", "310", "–"]
     assert present.table_cells(rows[1])[-1] == "–"
 
 

@@ -75,6 +75,8 @@ class EngineStats:
     first_forward_s: float | None = None  # the first training forward: export, graph build, session, run
     first_forward_phases_s: dict[str, float] = field(default_factory=dict)
     fallback_detail: str | None = None  # ORT's whole error and traceback, kept here instead of printed
+    exports: int = 0  # ONNX exports of the training graph: one per run, whatever the batch lengths
+    graph_builds: int = 0
 
 
 class _ModuleWithLoss(torch.nn.Module):
@@ -122,7 +124,7 @@ class OrtEngine:
         for training in (True, False):
             runtime = manager(training)._runtime_options
             runtime.memory_optimization_level = self.options.memory_optimizer_level
-        _watch_phases(manager(True).time_tracker)
+        _watch_phases(manager(True).time_tracker, self.stats)
         return self._finish_ortmodule(ort)
 
     def _finish_ortmodule(self, ort):
@@ -237,6 +239,8 @@ class OrtEngine:
             "pytorch_steps": self.stats.pytorch_steps,
             "first_forward_s": self.stats.first_forward_s,
             "first_forward_phases_s": self.stats.first_forward_phases_s,
+            "exports": self.stats.exports,
+            "graph_builds": self.stats.graph_builds,
             "compat_fixes": ort_compat.applied_fixes(),
             "onnx_opset": self.options.opset,
             "memory_optimizer_level": self.options.memory_optimizer_level,
@@ -249,9 +253,10 @@ class OrtEngine:
         return sorted(str(path) for path in Path(folder).glob("*.onnx"))
 
 
-def _watch_phases(tracker) -> None:
+def _watch_phases(tracker, stats: "EngineStats") -> None:
     """Announce ORTModule's phases as they begin, from its own TimeTracker (which the training manager and
-    its graph transition manager call around export, graph build and session creation)."""
+    its graph transition manager call around export, graph build and session creation), and count exports
+    and graph builds: a re-export for a new input shape would be a silent slowdown."""
     from onnxruntime.training.ortmodule._logger import ORTModuleInitPhase
 
     begins = {ORTModuleInitPhase.EXPORT: "ONNX export", ORTModuleInitPhase.GRAPH_BUILDER_INIT: "graph build",
@@ -265,6 +270,10 @@ def _watch_phases(tracker) -> None:
             _announce(name)
 
     def on_start(phase):
+        if phase == ORTModuleInitPhase.EXPORT:
+            stats.exports += 1
+        elif phase == ORTModuleInitPhase.BUILD_GRAPH:
+            stats.graph_builds += 1
         if phase in begins:
             announce(begins[phase])
         start(phase)

@@ -49,13 +49,11 @@ def folder_gone(run_dir: Path, writes_metrics: bool) -> bool:
 
 
 class RunCallback(TrainerCallback):
-    def __init__(self, run_dir: Path, writer, *, samples_per_step: int, seq_len: int, flops_per_step: float,
-                 peak_flops: float | None):
+    def __init__(self, run_dir: Path, writer, *, samples_per_step: int, token_flops, peak_flops: float | None):
         self.run_dir = Path(run_dir)
         self.writer = writer  # None on ranks other than 0
         self.samples_per_step = samples_per_step
-        self.seq_len = seq_len
-        self.flops_per_step = flops_per_step
+        self.token_flops = token_flops  # flops.TokenFlops: model FLOPs of the tokens a step computed
         self.peak_flops = peak_flops
         self.trainer = None
         self.stopped = False
@@ -71,18 +69,23 @@ class RunCallback(TrainerCallback):
         gpu = torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else 0.0
         stop_requested = float((self.run_dir / layout.STOP).exists())
         gone = float(folder_gone(self.run_dir, self.writer is not None))
-        ranks = _gather([peak_rss_mb(), optimizer_state_bytes(optimizer) / 2**20, gpu, stop_requested, gone])
+        padded, real, longest = self.trainer.batch_tokens.take() if self.trainer is not None else (0, 0, 0)
+        ranks = _gather([peak_rss_mb(), optimizer_state_bytes(optimizer) / 2**20, gpu, stop_requested, gone,
+                         padded, real, self.token_flops(padded, longest), longest])
         if any(r[4] for r in ranks):  # every rank sees it and stops: carrying on would recreate the folder
             raise RunFolderDeleted(f"The run folder {self.run_dir} was deleted while the run trained (seen after "
                                    f"step {state.global_step}); training stopped without writing anything. "
                                    "Launch the run again.")
+        padded, real, flops = (sum(r[index] for r in ranks) for index in (5, 6, 7))
         self._pending = {
             "step": state.global_step, "wall_time": time.time(), "step_time": step_time,
             "samples_per_s": self.samples_per_step / step_time,
-            "tokens_per_s": self.samples_per_step * self.seq_len / step_time,
+            # padded tokens are the work the engine did; real tokens the text it trained on
+            "tokens_per_s": padded / step_time, "real_tokens_per_s": real / step_time,
+            "seq_len": int(max(r[8] for r in ranks)),
             "peak_rss_mb": [r[0] for r in ranks], "optimizer_state_mb": [r[1] for r in ranks],
             "gpu_memory_mb": [r[2] for r in ranks] if torch.cuda.is_available() else None,
-            "mfu": self.flops_per_step / step_time / self.peak_flops if self.peak_flops else None,
+            "mfu": flops / step_time / self.peak_flops if self.peak_flops else None,
         }
         if state.global_step == 1 and self.writer and self.trainer is not None:
             self.writer.event("engine", **self.trainer.engine_report())

@@ -20,7 +20,7 @@ DEEPSPEED_CONFIG = {"train_micro_batch_size_per_gpu": "auto", "gradient_accumula
                     "gradient_clipping": "auto", "zero_allow_untested_optimizer": True}
 
 
-def training_arguments(cfg: RunConfig, run_dir: Path, world: int = 1):
+def training_arguments(cfg: RunConfig, run_dir: Path, world: int = 1, length_grouping: bool = False):
     from ..training import ORTTrainingArguments
 
     deepspeed = {**DEEPSPEED_CONFIG, "zero_optimization": {"stage": cfg.zero_stage}} if cfg.zero_stage else None
@@ -32,6 +32,7 @@ def training_arguments(cfg: RunConfig, run_dir: Path, world: int = 1):
         deepspeed=deepspeed, logging_steps=1, save_strategy="no", report_to=[], disable_tqdm=True,
         logging_nan_inf_filter=False,  # the NaN guard must see a NaN loss, not a smoothed stand-in
         ddp_backend="gloo" if _no_cuda() and world > 1 else None, dataloader_num_workers=0,
+        train_sampling_strategy="group_by_length" if length_grouping else "random",  # Trainer's own sampler
         # See tests/workers/record_rank_losses.py: per-rank loss scaling of transformers 5.24.
         average_tokens_across_devices=False)
 
@@ -65,14 +66,16 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
     labels = data.labels_for(cfg.dataset, task)  # the data's classes size and name the head (None: causal LM)
     model, tokenizer = assets.load_model(cfg.model, task, labels=labels)
     phase("tokenizing")
+    padding, grouping = data.padding_plan(cfg.padding, cfg.length_grouping, task)
     train, evaluation = data.build(cfg.dataset, task, tokenizer, cfg.seq_len, cfg.eval_samples, cfg.seed,
-                                   train_samples=cfg.max_steps * cfg.batch_size * world, labels=labels)
+                                   train_samples=cfg.max_steps * cfg.batch_size * world, labels=labels,
+                                   padding=padding)
     peak = json.loads((run_dir / layout.PEAK).read_text())["flops"] if (run_dir / layout.PEAK).exists() else None
-    callback = RunCallback(run_dir, writer, samples_per_step=cfg.batch_size * world, seq_len=cfg.seq_len,
-                           flops_per_step=flops.flops_per_step(model, cfg.batch_size, cfg.seq_len, world),
-                           peak_flops=peak)
-    trainer = ORTTrainer(model=model, args=training_arguments(cfg, run_dir, world), train_dataset=train,
-                         eval_dataset=evaluation, processing_class=tokenizer, callbacks=[callback])
+    callback = RunCallback(run_dir, writer, samples_per_step=cfg.batch_size * world,
+                           token_flops=flops.TokenFlops(model), peak_flops=peak)
+    trainer = ORTTrainer(model=model, args=training_arguments(cfg, run_dir, world, grouping), train_dataset=train,
+                         eval_dataset=evaluation, processing_class=tokenizer, callbacks=[callback],
+                         data_collator=None if padding == "blocks" else data.collator(tokenizer, padding))
     callback.trainer = trainer
     _never_recreate_the_folder(trainer, run_dir)
     if fault:
@@ -81,7 +84,8 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
         trainer.add_callback(FaultCallback(fault))
     if writer:
         writer.event("started", label=cfg.label, world_size=world, rank=rank, node_rank=_node_rank(),
-                     task=task, train_samples=len(train), max_steps=cfg.max_steps,
+                     task=task, train_samples=len(train), max_steps=cfg.max_steps, padding=padding,
+                     length_grouping=grouping,
                      parameters=sum(p.numel() for p in model.parameters()))
     phase("first step")
     trainer.train()

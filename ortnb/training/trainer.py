@@ -41,6 +41,7 @@ class _ORTTrainerMixin:
         self._attention_note: str | None = None
         self._switched_from: str | None = None  # the attention we replaced with eager, restored after train()
         self.first_step_s: float | None = None  # the first optimizer step of train(), export and graph build included
+        self.batch_tokens = BatchTokens()  # what the engine computed since the last take(): padded and real tokens
         # First in line, so that the other callbacks' step-end work is not counted in the first step.
         self.callback_handler.callbacks.insert(0, _EngineReportCallback(self))
 
@@ -104,6 +105,11 @@ class _ORTTrainerMixin:
                                "eps": args.adam_epsilon, "adam_w_mode": AdamWMode.ADAMW_TORCH}
         return Trainer.get_optimizer_cls_and_kwargs(args, model)
 
+    def training_step(self, model, inputs, num_items_in_batch=None):
+        # Counted here, on the batch the step really trains: the dataloader runs one batch ahead.
+        self.batch_tokens.add(inputs)
+        return super().training_step(model, inputs, num_items_in_batch)
+
     def _loss_inside_graph(self, outputs, inputs):
         if self.label_smoother is not None and "labels" in inputs:
             return self.label_smoother(outputs, inputs["labels"])
@@ -155,6 +161,28 @@ class _ORTTrainerMixin:
         with open(path, "w") as handle:
             json.dump(self.engine_report(), handle, indent=2)
         return path
+
+
+class BatchTokens:
+    """Tokens of the batches trained since the last ``take()``: padded (the work the engine did) and real
+    (the text it trained on, from the attention mask), and the longest padded row (for the attention FLOPs)."""
+
+    def __init__(self):
+        self.padded, self.real, self.longest = 0, 0, 0
+
+    def add(self, inputs: dict) -> None:
+        ids = inputs.get("input_ids")
+        if not torch.is_tensor(ids) or ids.dim() != 2:
+            return
+        mask = inputs.get("attention_mask")
+        self.padded += ids.numel()
+        self.real += int(mask.sum()) if torch.is_tensor(mask) else ids.numel()
+        self.longest = max(self.longest, ids.shape[1])
+
+    def take(self) -> tuple[int, int, int]:
+        counts = (self.padded, self.real, self.longest)
+        self.padded, self.real, self.longest = 0, 0, 0
+        return counts
 
 
 class _EngineReportCallback(TrainerCallback):

@@ -141,12 +141,20 @@ def summary_items(entry: RunEntry) -> list[tuple[str, str]]:
     return [
         ("final loss", _number(s.get("final_loss"), 4)),
         ("samples/s (median)", speed if s.get("samples_per_s") is not None else "– (no measured steps)"),
+        ("tokens/s, real (padded)", _tokens(s)),
         ("MFU", f"{mfu * 100:.1f}%" if mfu is not None else "–"),
         ("wall time", format_duration((entry.ended_at or entry.started_at) - entry.started_at)),
         ("first step", f"{s['first_step_s']:.1f} s" if s.get("first_step_s") is not None else "–"),
         ("engine", s.get("engine") or "none (no step ran)"),
         ("run folder", str(s.get("run_dir") or entry.id)),
     ]
+
+
+def _tokens(summary: dict) -> str:
+    real, padded = summary.get("real_tokens_per_s"), summary.get("tokens_per_s")
+    if real is None:
+        return _number(padded) if padded is not None else "–"
+    return f"{_number(real)} ({_number(padded)})"
 
 
 def summary_card_html(entry: RunEntry | None) -> str:
@@ -181,6 +189,7 @@ def comparison_rows(state: DashboardState) -> list[dict]:
                      "noisy": bool(not too_few and spread is not None and spread > NOISE_LIMIT * median),
                      "peak_rss_mb": s.get("peak_rss_mb"), "optimizer_state_mb": s.get("optimizer_state_mb"),
                      "final_loss": s.get("final_loss"), "mfu": s.get("mfu"), "first_step_s": s.get("first_step_s"),
+                     "real_tokens_per_s": s.get("real_tokens_per_s"),
                      "speedup": None, "baseline": False})
     base = next((r for r in rows if not r["too_few"]), None)
     for row in rows:
@@ -201,9 +210,9 @@ def speedup_text(row: dict) -> str:
 
 
 TABLE_COLUMNS = [("label", "run"), ("engine", "engine"), ("samples_per_s", "samples/s"), ("spread", "spread (IQR)"),
-                 ("speedup", "speed-up"), ("mfu", "MFU %"), ("peak_rss_mb", "peak memory (MB)"),
-                 ("optimizer_state_mb", "optimizer state (MB)"), ("final_loss", "final loss"),
-                 ("first_step_s", "first step (s)")]
+                 ("speedup", "speed-up"), ("real_tokens_per_s", "real tokens/s"), ("mfu", "MFU %"),
+                 ("peak_rss_mb", "peak memory (MB)"), ("optimizer_state_mb", "optimizer state (MB)"),
+                 ("final_loss", "final loss"), ("first_step_s", "first step (s)")]
 
 
 def table_cells(row: dict) -> list[str]:
