@@ -100,12 +100,13 @@ def test_two_nodes_on_localhost_train_one_zero1_run_through_ortnb_run(tmp_path):
 
 def test_zero_with_one_process_per_node_is_refused_on_one_node_only(tmp_path):
     import ortnb
-    from ortnb.runner.launch import _check, nodes
+    from ortnb.runner.launch import nodes
+    from ortnb.validation import check
 
     assert nodes(None) == 1 and nodes(["--standalone"]) == 1
     assert nodes(["--nnodes", "2", "--node_rank", "0"]) == 2 and nodes(["--nnodes=1:4"]) == 4
     cfg = ortnb.RunConfig(model="tiny-bert", dataset="rotten_tomatoes", zero_stage=1, num_processes=1,
                           output_dir=str(tmp_path / "runs"))
     with pytest.raises(ortnb.ConfigError, match="num_processes=1 shards nothing"):
-        _check(cfg, 1)
-    _check(cfg, 2)  # across two nodes the one process of each shares the optimizer state
+        check(cfg, nodes=1)
+    check(cfg, nodes=2)  # across two nodes the one process of each shares the optimizer state
