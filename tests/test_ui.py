@@ -261,3 +261,35 @@ def test_live_callback_in_text_mode_prints_progress(monkeypatch, tmp_path, capsy
     assert out.count("samples/s") == 3 and "chart written to" in out
     assert (tmp_path / "ortnb-run.html").exists()
     assert callback._engine == "onnxruntime" and repr(callback) == "LiveCallback(steps=3)"
+
+
+def test_find_fastest_fills_the_table_and_load_winner_fills_the_form(widget_dashboard, monkeypatch):
+    from types import SimpleNamespace
+
+    import ortnb.tuning
+
+    dashboard, _ = widget_dashboard
+    winner = RunConfig(model="minilm", backend="ort", optim="adamw_torch_fused", batch_size=32, padding="longest",
+                       length_grouping=True, max_steps=6)
+    table = pd.DataFrame([{"rank": 1, "label": winner.label, "status": "completed", "samples_per_s": 40.5},
+                          {"rank": None, "label": "ort + AdamW + bf16", "status": "refused",
+                           "reason": "bf16 with backend='ort' needs the CUDA execution provider"}])
+    asked = {}
+
+    def fake_tune(model, dataset, budget_s, base, stop, on_progress):
+        asked.update(model=model, dataset=dataset, budget_s=budget_s)
+        on_progress({"candidate": 1, "of": 2, "elapsed_s": 3.0, "best": None})
+        return SimpleNamespace(table=table, best=winner, complete=True)
+
+    monkeypatch.setattr(ortnb.tuning, "tune", fake_tune)
+    dashboard.budget.value = 45
+    dashboard.find_fastest(wait=True)
+    assert asked == {"model": "minilm", "dataset": "rotten_tomatoes", "budget_s": 45.0}
+    assert "Find fastest: every candidate" in dashboard.search_table.value
+    assert "needs the CUDA execution provider" in dashboard.search_table.value
+    assert not dashboard.buttons["Load winner"].disabled and dashboard.tabs.selected_index == 1
+    dashboard.panel.controls["max_steps"].value = 300
+    dashboard.buttons["Load winner"].click()
+    config = dashboard.panel.config
+    assert (config.backend, config.optim, config.batch_size, config.max_steps) == ("ort", "adamw_torch_fused", 32, 300)
+    assert config.padding == "longest" and config.length_grouping is True

@@ -96,7 +96,8 @@ def test_different_workloads_are_refused_with_the_reason():
 def test_one_run_at_a_time_and_stop_reaches_every_active_run():
     state = DashboardState()
     state.start("/runs/a", EAGER, now=0.0)
-    assert state.buttons() == {"Run": False, "Stop": True, "Add to comparison": False, "Clear": False}
+    assert state.buttons() == {"Run": False, "Find fastest": False, "Load winner": False, "Stop": True,
+                               "Add to comparison": False, "Clear": False}
     assert "one run at a time" in state.why_run_is_disabled()
     with pytest.raises(RuntimeError, match="one run at a time"):
         state.start("/runs/b", EAGER, now=1.0)
@@ -200,3 +201,31 @@ def test_unavailable_options_are_explained_without_hovering():
     notes = form.unavailable_notes(table)
     assert notes == {"precision": "<div class='ortnb-note'>unavailable here: <b>bf16</b>: bf16 with ONNX Runtime "
                                   "needs CUDA</div>"}
+
+
+def test_find_fastest_is_one_thing_at_a_time_and_its_progress_reads_plainly():
+    state = DashboardState()
+    search = state.start_search(180, now=0.0)
+    assert state.buttons()["Run"] is False and state.buttons()["Find fastest"] is False
+    assert "Find fastest is measuring" in state.why_run_is_disabled()
+    with pytest.raises(RuntimeError):
+        state.start("/runs/a", EAGER, now=1.0)
+    state.search_progress({"candidate": 3, "of": 12, "phase": "rung 1", "elapsed_s": 45.0,
+                           "best": {"label": "ort + fused AdamW", "samples_per_s": 45.12}})
+    assert present.search_text(search, now=45.0) == ("Find fastest: rung 1, candidate 3 of 12 · 0:45 of 3:00 · "
+                                                      "best so far: ort + fused AdamW, 45.1 samples/s")
+    assert state.request_stop() == [] and search.stopping and state.buttons()["Stop"] is False
+    winner = EAGER.replace(backend="ort", batch_size=32, padding="longest", length_grouping=True, max_steps=12)
+    rows = [{"rank": 1, "label": "ort + AdamW", "status": "completed", "samples_per_s": 45.1, "mfu": 0.41},
+            {"rank": None, "label": "ort + AdamW + bf16", "status": "refused", "reason": "bf16 needs CUDA"}]
+    state.search_ended(rows, winner)
+    assert state.buttons()["Load winner"] is True and state.buttons()["Run"] is True
+    assert "fastest here: ort + AdamW" in state.message.text
+    html = present.search_table_html(rows)
+    assert "bf16 needs CUDA" in html and "41.0" in html and html.count("<tr>") == 3
+    # the winner's settings, the user's steps and learning rate
+    loaded = present.winner_for_form(winner, EAGER.replace(max_steps=500, learning_rate=1e-4))
+    assert (loaded.backend, loaded.batch_size, loaded.padding, loaded.max_steps, loaded.learning_rate) == (
+        "ort", 32, "longest", 500, 1e-4)
+    state.clear()
+    assert state.search is None

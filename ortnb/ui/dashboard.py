@@ -25,7 +25,8 @@ from .state import FINAL, DashboardState
 
 POLL_SECONDS = 0.25
 BUTTONS = (("Run", "success", "play"), ("Stop", "danger", "stop"), ("Add to comparison", "info", "plus"),
-           ("Clear", "", "trash"))
+           ("Clear", "", "trash"), ("Find fastest", "warning", "search"), ("Load winner", "", "upload"))
+DEFAULT_BUDGET_S = 180
 
 
 def status_text(run: Run | None, records: list[dict] | None = None) -> str:
@@ -52,6 +53,7 @@ class Dashboard:
         self.clock, self.wall_clock = clock, wall_clock
         self._seen: dict[str, int] = {}
         self._table_key = None
+        self._search_stop = threading.Event()
         self._lock = threading.RLock()
         self._stop_polling = threading.Event()
         self.widgets = widget_frontend()
@@ -83,6 +85,12 @@ class Dashboard:
         self.buttons["Stop"].on_click(lambda _b: self.stop())
         self.buttons["Add to comparison"].on_click(lambda _b: self.add_to_comparison())
         self.buttons["Clear"].on_click(lambda _b: self.clear())
+        self.buttons["Find fastest"].on_click(lambda _b: self.find_fastest())
+        self.buttons["Load winner"].on_click(lambda _b: self.load_winner())
+        self.budget = w.BoundedIntText(value=DEFAULT_BUDGET_S, min=1, max=24 * 3600, layout=w.Layout(width="90px"),
+                                       tooltip="how long Find fastest may measure, in seconds")
+        budget = w.HBox([w.HTML("<span class='ortnb-field-label' title='how long Find fastest may measure'>"
+                                "budget (s)</span>"), self.budget], layout=w.Layout(align_items="center"))
         self.status = w.HTML()
         self.bar = w.IntProgress(min=0, max=1, value=0, layout=w.Layout(flex="1 1 auto", width="auto"))
         self.progress_text = w.HTML()
@@ -93,14 +101,17 @@ class Dashboard:
         self.comparison_figure = responsive(_figure_widget(charts.comparison_figure()))
         self.table = w.GridBox(layout=w.Layout(width="100%"))
         self.table.add_class("ortnb-table")
+        self.search_table = w.HTML()
         full = w.Layout(width="100%")
         self.tabs = w.Tab(children=[w.VBox([self.figure], layout=full),
-                                    w.VBox([self.comparison_figure, self.table], layout=full)],
+                                    w.VBox([self.comparison_figure, self.table, self.search_table], layout=full)],
                           layout=w.Layout(width="auto"))
         self.tabs.set_title(0, "Live")
         self.tabs.set_title(1, "Comparison")
-        self.widget = w.VBox([self.settings, w.HBox(list(self.buttons.values())), self.status, self.progress,
-                              self.card, self.tabs, WidthWatcher()], layout=full)
+        row = [*(self.buttons[name] for name in ("Run", "Stop", "Add to comparison", "Clear", "Find fastest")), budget,
+               self.buttons["Load winner"]]
+        self.widget = w.VBox([self.settings, w.HBox(row, layout=w.Layout(flex_flow="row wrap")), self.status,
+                              self.progress, self.card, self.tabs, WidthWatcher()], layout=full)
         self.widget.add_class("ortnb-dashboard")
 
     # -- actions --------------------------------------------------------------------------------
@@ -147,9 +158,11 @@ class Dashboard:
         return self.runs[latest.id] if latest else None
 
     def stop(self) -> None:
-        """Stop every run this dashboard started that still trains (each checkpoints first)."""
+        """Stop every run this dashboard started that still trains (each checkpoints first), and a search."""
         with self._lock:
             ids = self.state.request_stop()
+            if self.state.searching:
+                self._search_stop.set()
         for run_id in ids:
             threading.Thread(target=self.runs[run_id].stop, name="ortnb-stop", daemon=True).start()
         self.render()
@@ -163,6 +176,71 @@ class Dashboard:
         if added and self.widgets:
             self.tabs.selected_index = 1
         return added
+
+    # -- Find fastest ---------------------------------------------------------------------------
+
+    def find_fastest(self, budget_s: float | None = None, wait: bool | None = None):
+        """Measure the configurations this machine can run for the form's model and data (``ortnb.tune``)
+        in the background; the ranked table goes to the Comparison tab and Load winner fills the form.
+        ``wait`` (default: without widgets) blocks and returns the TuneResult."""
+        from ..tuning import tune
+
+        base = self.panel.config if self.widgets else self._config
+        budget_s = float(budget_s if budget_s is not None else (self.budget.value if self.widgets else DEFAULT_BUDGET_S))
+        with self._lock:
+            if self.state.active_runs or self.state.searching:
+                self.state.say(self.state.why_run_is_disabled(), "warning")
+                self._show_message()
+                return None
+            self.state.start_search(budget_s, self.clock())
+            self._search_stop.clear()
+        self.render()
+
+        def search():
+            try:
+                result = tune(base.model, base.dataset, budget_s=budget_s, base=base, stop=self._search_stop,
+                              on_progress=self._search_progress)
+            except Exception as error:  # noqa: BLE001 - shown on the dashboard, never a thread traceback
+                with self._lock:
+                    self.state.search_ended([], None, error=str(error).splitlines()[0])
+                self.render()
+                return None
+            rows = json_rows(result.table)
+            with self._lock:
+                self.state.search_ended(rows, result.best)
+            self._table_key = None
+            self.render()
+            if self.widgets:
+                self.tabs.selected_index = 1
+            return result
+
+        if wait if wait is not None else not self.widgets:
+            return search()
+        threading.Thread(target=search, name="ortnb-find-fastest", daemon=True).start()
+        return None
+
+    def _search_progress(self, event: dict) -> None:
+        with self._lock:
+            self.state.search_progress(event)
+        if not self.widgets:
+            print(present.search_text(self.state.search, self.clock()), flush=True)
+
+    def load_winner(self) -> RunConfig | None:
+        """Put the search's winner into the form (steps, learning rate and output folder stay yours)."""
+        search = self.state.search
+        if search is None or search.best is None:
+            return None
+        current = self.panel.config if self.widgets else self._config
+        config = present.winner_for_form(search.best, current)
+        if self.widgets:
+            self.panel.set_config(config)
+            self.settings.selected_index = 0
+        else:
+            self._config = config
+        with self._lock:
+            self.state.say(f"the form now holds the fastest configuration: {config.label}")
+        self.render()
+        return config
 
     def remove_from_comparison(self, run_id: str) -> None:
         with self._lock:
@@ -254,7 +332,10 @@ class Dashboard:
             print(f"ortnb: {self.state.message.text}")
 
     def _render_progress(self) -> None:
-        latest = self.state.latest
+        search, latest = self.state.search, self.state.latest
+        if search is not None and (search.started_at >= (latest.started_at if latest else float("-inf"))):
+            self._render_search_progress(search)
+            return
         self.progress.layout.display = "none" if latest is None else "flex"
         if latest is None:
             return
@@ -262,6 +343,15 @@ class Dashboard:
         self.bar.max, self.bar.value = max(1, shown.total), min(shown.step, shown.total)
         self.bar.bar_style = {"failed": "danger", "stopped": "warning", "completed": "success"}.get(latest.status, "info")
         self.progress_text.value = f"<span class='ortnb-progress-text'>{shown.text}</span>"
+
+    def _render_search_progress(self, search) -> None:
+        self.progress.layout.display = "flex"
+        event = search.progress
+        self.bar.max = max(1, int(event.get("of") or 1))
+        self.bar.value = self.bar.max if search.done else min(int(event.get("candidate") or 0), self.bar.max)
+        self.bar.bar_style = "danger" if search.error else "success" if search.done else "info"
+        self.progress_text.value = (f"<span class='ortnb-progress-text'>"
+                                    f"{_escape(present.search_text(search, self.clock()))}</span>")
 
     def _render_live(self) -> None:
         updates = []
@@ -281,10 +371,12 @@ class Dashboard:
 
     def _render_comparison(self) -> None:
         rows = present.comparison_rows(self.state)
-        key = tuple((r["id"], r["text"]) for r in rows)
+        search = self.state.search
+        key = (tuple((r["id"], r["text"]) for r in rows), id(search.rows) if search else None)
         if key == self._table_key:
             return
         self._table_key = key
+        self.search_table.value = present.search_table_html(search.rows if search else [])
         with self.comparison_figure.batch_update():
             charts.update_comparison(self.comparison_figure, rows)
         self.table.children = self._table_children(rows)
@@ -340,6 +432,13 @@ class Dashboard:
 
     def __repr__(self) -> str:
         return f"Dashboard(runs={len(self.state.runs)}, status={present.status_text(self.state.latest)!r})"
+
+
+def json_rows(table) -> list[dict]:
+    """A DataFrame's rows as plain dicts (NaN as None), for the pure state."""
+    import json
+
+    return json.loads(table.to_json(orient="records")) if table is not None else []
 
 
 def _escape(text: str) -> str:

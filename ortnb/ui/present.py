@@ -231,3 +231,58 @@ def table_cells(row: dict) -> list[str]:
         else:
             cells.append(_number(value))
     return cells
+
+
+# -- Find fastest -----------------------------------------------------------------------------
+
+SEARCH_COLUMNS = [("rank", "#"), ("label", "configuration"), ("status", "status"), ("samples_per_s", "samples/s"),
+                  ("real_tokens_per_s", "real tokens/s"), ("mfu", "MFU %"), ("engine", "engine"),
+                  ("first_step_s", "first step (s)"), ("reason", "why")]
+TUNED_FIELDS = ("backend", "optim", "precision", "zero_stage", "num_processes", "threads", "batch_size", "padding",
+                "length_grouping")
+
+
+def search_text(search, now: float) -> str:
+    """One line while ortnb.tune searches (candidate i of n, elapsed, best so far) and after it ends."""
+    elapsed = (now - search.started_at) if not search.done else search.progress.get("elapsed_s", 0.0)
+    if search.done:
+        measured = sum(1 for r in search.rows if r.get("samples_per_s") is not None)
+        best = f" · fastest: {search.best.label}" if search.best is not None else ""
+        return f"Find fastest: ended after {format_duration(elapsed)} · {measured} configurations measured{best}"
+    event = search.progress
+    where = (f"candidate {event['candidate']} of {event['of']}" if event.get("candidate") else "preparing")
+    if event.get("phase"):
+        where = f"{event['phase']}, {where}"
+    best = event.get("best")
+    best_text = (f" · best so far: {best['label']}, {_number(best.get('samples_per_s'))} samples/s"
+                 if best else "")
+    verb = "stopping · " if search.stopping else ""
+    return (f"{verb}Find fastest: {where} · {format_duration(elapsed)} of "
+            f"{format_duration(search.budget_s)}{best_text}")
+
+
+def search_cell(key: str, value) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    if key == "mfu":
+        return f"{value * 100:.1f}"
+    if isinstance(value, float):
+        return _number(value)
+    return str(value)
+
+
+def search_table_html(rows: list[dict]) -> str:
+    """The ranked table of a search: every candidate, measured or not, with the reason when not."""
+    if not rows:
+        return ""
+    columns = [(key, title) for key, title in SEARCH_COLUMNS if any(key in row for row in rows)]
+    head = "".join(f"<th class='ortnb-cell ortnb-head'>{html.escape(title)}</th>" for _, title in columns)
+    body = "".join("<tr>" + "".join(f"<td class='ortnb-cell'>{html.escape(search_cell(key, row.get(key)))}</td>"
+                                    for key, _ in columns) + "</tr>" for row in rows)
+    return (f"<div class='ortnb-search'><b>Find fastest: every candidate, fastest first</b>"
+            f"<table style='width:100%;border-collapse:collapse'><tr>{head}</tr>{body}</table></div>")
+
+
+def winner_for_form(best, form_config):
+    """The form's run with the search winner's settings: steps, learning rate and the rest stay the user's."""
+    return form_config.replace(**{name: getattr(best, name) for name in TUNED_FIELDS}, name=None)

@@ -60,12 +60,27 @@ def unique_label(label: str, taken: list[str]) -> str:
 
 
 @dataclass
+class Search:
+    """A Find-fastest search (ortnb.tune) started from the dashboard, as last reported."""
+
+    started_at: float
+    budget_s: float
+    progress: dict = field(default_factory=dict)  # tune's latest progress event
+    rows: list[dict] = field(default_factory=list)  # the ranked table, when it ended
+    best: RunConfig | None = None
+    error: str | None = None
+    done: bool = False
+    stopping: bool = False
+
+
+@dataclass
 class DashboardState:
     runs: dict[str, RunEntry] = field(default_factory=dict)  # run id -> entry, in start order
     compared: list[str] = field(default_factory=list)  # run ids, the first one with enough steps is the baseline
     message: Message | None = None
     form_problems: list[str] = field(default_factory=list)
     started_count: int = 0  # never reset, so a run's colour is never reused after Clear
+    search: Search | None = None
 
     # -- what the buttons may do --------------------------------------------------------------
 
@@ -77,20 +92,30 @@ class DashboardState:
     def latest(self) -> RunEntry | None:
         return next(reversed(self.runs.values()), None)
 
+    @property
+    def searching(self) -> bool:
+        return self.search is not None and not self.search.done
+
     def buttons(self) -> dict[str, bool]:
         """Which buttons are enabled."""
         latest = self.latest
+        busy = bool(self.active_runs) or self.searching  # one thing at a time on these cores
         return {
-            "Run": not self.active_runs and not self.form_problems,
-            "Stop": any(not e.stopping for e in self.active_runs),
+            "Run": not busy and not self.form_problems,
+            "Find fastest": not busy,
+            "Load winner": bool(self.search and self.search.done and self.search.best is not None),
+            "Stop": any(not e.stopping for e in self.active_runs) or (self.searching and not self.search.stopping),
             "Add to comparison": bool(latest and latest.done and latest.id not in self.compared
                                       and latest.summary is not None),
-            "Clear": bool(self.message or self.compared or any(e.done for e in self.runs.values())),
+            "Clear": bool(self.message or self.compared or any(e.done for e in self.runs.values())
+                          or (self.search is not None and self.search.done)),
         }
 
     def why_run_is_disabled(self) -> str:
         if self.active_runs:
             return "a run is training: one run at a time (Stop it, or wait for it to end)"
+        if self.searching:
+            return "Find fastest is measuring candidates: one thing at a time (Stop it, or wait for it to end)"
         if self.form_problems:
             return "the form describes a run this machine cannot start (see the notes above)"
         return ""
@@ -99,7 +124,7 @@ class DashboardState:
 
     def start(self, run_id: str, config: RunConfig, now: float) -> RunEntry:
         """Record a run the controller has just launched. Refused while another run trains."""
-        if self.active_runs:
+        if self.active_runs or self.searching:
             raise RuntimeError(self.why_run_is_disabled())
         label = unique_label(config.label, [e.label for e in self.runs.values()])
         entry = RunEntry(run_id, config, label, PALETTE[self.started_count % len(PALETTE)], now)
@@ -109,14 +134,42 @@ class DashboardState:
         return entry
 
     def request_stop(self) -> list[str]:
-        """Mark every active run as stopping; returns the ids the controller must stop (all of them)."""
+        """Mark every active run (and a search) as stopping; returns the run ids the controller must stop."""
         ids = [e.id for e in self.active_runs if not e.stopping]
         for run_id in ids:
             self.runs[run_id].stopping = True
         if ids:
             names = ", ".join(self.runs[i].label for i in ids)
             self.message = Message(f"stopping {names}: the ranks checkpoint after their current step...")
+        if self.searching and not self.search.stopping:
+            self.search.stopping = True
+            self.message = Message("stopping the search: what was measured so far is kept")
         return ids
+
+    # -- Find fastest -------------------------------------------------------------------------
+
+    def start_search(self, budget_s: float, now: float) -> Search:
+        if self.active_runs or self.searching:
+            raise RuntimeError(self.why_run_is_disabled())
+        self.search = Search(started_at=now, budget_s=budget_s)
+        self.message = None
+        return self.search
+
+    def search_progress(self, event: dict) -> None:
+        if self.search is not None:
+            self.search.progress = dict(event)
+
+    def search_ended(self, rows: list[dict], best: RunConfig | None, error: str | None = None) -> None:
+        if self.search is None:
+            return
+        self.search.rows, self.search.best, self.search.error, self.search.done = rows, best, error, True
+        self.search.stopping = False
+        if error:
+            self.message = Message(f"Find fastest failed: {error}", "error")
+        elif best is None:
+            self.message = Message("Find fastest measured no configuration to the end; see the table", "warning")
+        else:
+            self.message = Message(f"fastest here: {best.label}; press Load winner to put it in the form")
 
     def observe(self, run_id: str, *, status: str, records: list, now: float, error: str | None = None,
                 summary: dict | None = None) -> None:
@@ -165,6 +218,8 @@ class DashboardState:
             del self.runs[run_id]
         self.compared = []
         self.message = None
+        if self.search is not None and self.search.done:
+            self.search = None
         return dropped
 
     def say(self, text: str, level: str = "info") -> None:
