@@ -111,7 +111,7 @@ def test_dashboard_in_jupyterlab(lab):
             expect(dashboard).to_contain_text("Press Run")  # empty charts: axes and a hint
             # Every control has its help on hover; options this machine cannot run look unavailable and
             # say why without hovering (here: fused Adam (ORT, CUDA), bf16 and fp16 with ONNX Runtime).
-            expect(page.locator(".ortnb-field-label[title]")).to_have_count(11)
+            expect(page.locator(".ortnb-field-label[title]")).to_have_count(14)  # 13 controls and the budget
             expect(dashboard).to_contain_text("unavailable here: fused Adam (ORT, CUDA)")
             struck = page.evaluate("""() => [...document.querySelectorAll('.ortnb-dashboard .widget-toggle-button')]
                 .filter((b) => getComputedStyle(b).textDecorationLine.includes('line-through'))

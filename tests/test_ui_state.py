@@ -229,3 +229,17 @@ def test_find_fastest_is_one_thing_at_a_time_and_its_progress_reads_plainly():
         "ort", 32, "longest", 500, 1e-4)
     state.clear()
     assert state.search is None
+
+
+def test_the_form_shows_padding_as_the_run_uses_it_and_keeps_it_moot_for_a_causal_lm():
+    classifier = RunConfig(model="tiny-bert")
+    values = form.form_values(classifier)
+    assert (values["padding"], values["length_grouping"]) == ("longest", True)
+    assert form.config_from_form(values, classifier) == classifier  # unchanged defaults stay None
+    full = form.config_from_form({**values, "padding": "max_length"}, classifier)
+    assert (full.padding, full.length_grouping) == ("max_length", False)  # grouping padded rows would be moot
+    ungrouped = form.config_from_form({**values, "length_grouping": False}, classifier)
+    assert (ungrouped.padding, ungrouped.length_grouping) == ("longest", False)
+    causal = RunConfig(model="smollm2", dataset="hamlet")
+    back = form.config_from_form({**form.form_values(causal), "padding": "max_length"}, causal)
+    assert (back.padding, back.length_grouping) == (None, None)

@@ -10,35 +10,51 @@ from ..config import RunConfig
 from ..validation import CHOICE_FIELDS, Problem
 
 FORM_FIELDS = ("model", "dataset", "backend", "optim", "precision", "zero1", "num_processes", "batch_size",
-               "seq_len", "max_steps", "learning_rate")
+               "seq_len", "padding", "length_grouping", "max_steps", "learning_rate")
 CHOICE_LABELS = {
     "backend": {"eager": "PyTorch (eager)", "ort": "ONNX Runtime", "compile": "torch.compile"},
     "optim": {"adamw_torch": "AdamW", "adamw_torch_fused": "fused AdamW (torch)",
               "adamw_ort_fused": "fused Adam (ORT, CUDA)"},
     "precision": {"no": "fp32", "bf16": "bf16", "fp16": "fp16"},
+    "padding": {"longest": "per batch (longest row)", "max_length": "to sequence length"},
 }
 # What each control is called on screen; validate()'s field names map onto these.
 CONTROL_LABELS = {"model": "model", "dataset": "dataset", "backend": "engine", "optim": "optimizer",
                   "precision": "precision", "zero_stage": "ZeRO-1", "zero1": "ZeRO-1", "num_processes": "processes",
                   "batch_size": "batch size", "seq_len": "sequence length", "max_steps": "steps",
                   "learning_rate": "learning rate", "warmup_steps": "warm-up steps", "task": "task",
+                  "padding": "padding", "length_grouping": "length grouping",
                   "output_dir": "output folder"}
 ZERO1_TEXT = "ZeRO-1: shard optimizer state across processes (DeepSpeed)"
 
 
 def form_values(cfg: RunConfig) -> dict:
-    """What the form shows for ``cfg`` (ZeRO is a ZeRO-1 toggle in the form)."""
+    """What the form shows for ``cfg``: ZeRO is a ZeRO-1 toggle; padding and length grouping as the run
+    will use them (None means longest and grouped for classification)."""
     values = {name: getattr(cfg, name) for name in FORM_FIELDS if name != "zero1"}
     values["zero1"] = cfg.zero_stage == 1
+    values["padding"] = cfg.padding or "longest"
+    values["length_grouping"] = values["padding"] == "longest" if cfg.length_grouping is None else cfg.length_grouping
     return values
 
 
 def config_from_form(values: dict, base: RunConfig | None = None) -> RunConfig:
-    """The RunConfig the form describes; fields the form lacks come from ``base``."""
+    """The RunConfig the form describes; fields the form lacks come from ``base``. For a causal LM
+    padding and length grouping are moot (full blocks), so they stay None."""
+    from ..validation import run_task
+
     base = base or RunConfig()
     changes = {name: value for name, value in values.items() if name != "zero1"}
     changes["zero_stage"] = 1 if values.get("zero1") else (base.zero_stage if base.zero_stage != 1 else 0)
-    return base.replace(**changes)
+    if "padding" in values:
+        changes["length_grouping"] = bool(values.get("length_grouping")) and values["padding"] == "longest"
+        shown = form_values(base)
+        if (changes["padding"], changes["length_grouping"]) == (shown["padding"], shown["length_grouping"]):
+            changes["padding"], changes["length_grouping"] = base.padding, base.length_grouping  # unchanged: keep None
+    config = base.replace(**changes)
+    if run_task(config) == "causal-lm":
+        config = config.replace(padding=None, length_grouping=None)
+    return config
 
 
 # -- the form's words -------------------------------------------------------------------------
@@ -112,4 +128,4 @@ def _first_sentence(text: str) -> str:
 def option_pairs(name: str) -> list[tuple[str, object]]:
     """(label, value) pairs for a choice widget."""
     labels = CHOICE_LABELS.get(name, {})
-    return [(labels.get(value, str(value)), value) for value in CHOICE_FIELDS[name]]
+    return [(labels.get(value, str(value)), value) for value in CHOICE_FIELDS.get(name, tuple(labels))]

@@ -13,11 +13,13 @@ from typing import Callable
 from .. import assets
 from ..config import RunConfig
 from ..hardware import capabilities
-from ..validation import choices, validate
+from ..validation import choices, run_task, validate
 from . import form
 from .style import stylesheet_widget
 
 CHOICES = ("backend", "optim", "precision")
+INLINE_HELP = {"zero1": "shard optimizer state across processes (DeepSpeed)",
+               "length_grouping": "batch rows of similar length together (less padding)"}
 
 
 class ConfigPanel:
@@ -41,6 +43,8 @@ class ConfigPanel:
             "num_processes": w.IntSlider(min=1, max=max(2, caps.cpu_cores), layout=full),
             "batch_size": w.BoundedIntText(min=1, max=4096, layout=full),
             "seq_len": w.BoundedIntText(min=8, max=8192, layout=full),
+            "padding": w.ToggleButtons(options=form.option_pairs("padding"), style=toggles),
+            "length_grouping": w.Checkbox(indent=False, layout=w.Layout(width="auto")),
             "max_steps": w.BoundedIntText(min=1, max=1_000_000, layout=full),
             "learning_rate": w.FloatLogSlider(min=-6, max=-2, step=0.1, readout_format=".1e", layout=full),
         }
@@ -62,9 +66,8 @@ class ConfigPanel:
                        f"{html.escape(form.CONTROL_LABELS[name])}</span>", layout=w.Layout(width="120px",
                                                                                             flex="0 0 120px"))
         parts = [label, control]
-        if name == "zero1":
-            parts.append(w.HTML("<span class='ortnb-inline-help'>shard optimizer state across processes "
-                                "(DeepSpeed)</span>"))
+        if name in INLINE_HELP:
+            parts.append(w.HTML(f"<span class='ortnb-inline-help'>{INLINE_HELP[name]}</span>"))
         line = w.HBox(parts, layout=w.Layout(align_items="center", width="100%"))
         return w.VBox([line, self.notes[name]]) if name in self.notes else line
 
@@ -112,7 +115,14 @@ class ConfigPanel:
         self.controls["zero1"].disabled = bool(zero_reason) and not self.controls["zero1"].value
         self.notes["zero1"].value = (f"<div class='ortnb-note'>unavailable here: {html.escape(form.humanize(zero_reason))}"
                                      "</div>" if zero_reason else "")
+        self._padding_controls(config)
         self.flags.value = form.problems_html(validate(config))
+
+    def _padding_controls(self, config: RunConfig) -> None:
+        """A causal LM trains on full blocks: nothing to pad. Grouping only matters when padding per batch."""
+        moot = config.padding is None and config.length_grouping is None and run_task(config) == "causal-lm"
+        self.controls["padding"].disabled = moot
+        self.controls["length_grouping"].disabled = moot or self.controls["padding"].value != "longest"
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.widget._repr_mimebundle_(**kwargs)
