@@ -27,6 +27,8 @@ _LAZY = {
     "attach": "ortnb.runner",
     "Run": "ortnb.runner",
     "compare": "ortnb.comparison",
+    "tune": "ortnb.tuning",
+    "TuneResult": "ortnb.tuning",
     "Dashboard": "ortnb.ui.dashboard",
     "ConfigPanel": "ortnb.ui.panel",
     "LiveCallback": "ortnb.ui.live",

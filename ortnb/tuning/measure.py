@@ -1,0 +1,118 @@
+"""One measurement: a fresh run through ortnb.launch (real worker processes), followed until it ends, is
+stopped at the budget's end, or Stop is pressed; then summarised
+into a plain record (the cache's JSON) and, unless the caller keeps runs, its folder is deleted.
+
+Whatever ends the wait (Stop, KeyboardInterrupt, an exception in a progress callback), the run is stopped
+and its processes are gone before this returns or raises.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from .. import metrics
+from ..config import RunConfig
+from .search import Interrupted, Limits
+from .space import WARMUP_STEPS, Candidate
+
+POLL_S = 0.25
+MIN_MEASURED = 2  # steps after warm-up a run needs for its samples/s to count
+SETTLE_S = 30.0  # after the final event, how long the processes get to exit (torchrun tears down)
+STOP_S = 10.0  # how long a stopped run may finish its step before it is terminated
+
+
+def measurer(base: RunConfig, runs_dir: Path, keep: bool, stop: threading.Event | None,
+             clock: Callable[[], float] = time.monotonic):
+    """The search's measure(candidate, rung, steps, limits) for real runs under ``runs_dir``."""
+    def measure(candidate: Candidate, rung: int, steps: int, limits: Limits) -> dict:
+        from .. import runner  # looked up at call time: tests replace ortnb.runner.launch
+
+        config = base.replace(**candidate.axes, name=candidate.label, max_steps=WARMUP_STEPS + steps,
+                              warmup_steps=WARMUP_STEPS, eval_samples=0, output_dir=str(runs_dir))
+        started = clock()
+        run = runner.launch(config)
+        try:
+            limits.on_start(str(run.run_dir))
+            ended = follow(run, limits, stop, clock)
+            found = record(run, rung, clock() - started, ended)
+        except BaseException:
+            halt(run, STOP_S)
+            raise
+        finally:
+            if not keep:
+                end_processes(run)
+                shutil.rmtree(run.run_dir, ignore_errors=True)
+        return found
+
+    return measure
+
+
+def follow(run, limits: Limits, stop: threading.Event | None, clock) -> str | None:
+    """Wait for the run to end; None when it ended by itself, else why it was stopped early."""
+    while not run.done:
+        if stop is not None and stop.is_set():
+            raise Interrupted()
+        if clock() >= limits.deadline:
+            halt(run, timeout=2.0)  # the budget's end: no time for a long last step
+            return "budget"
+        time.sleep(POLL_S)
+    run.wait(SETTLE_S)  # the final event is written; let the processes exit
+    return None
+
+
+def halt(run, timeout: float) -> None:
+    """Stop the run (after its current step, then by force) and wait until none of its processes lives."""
+    if not run.done:
+        run.stop(timeout)
+    run.wait(SETTLE_S)
+    end_processes(run)
+
+
+def end_processes(run) -> None:
+    """The last resort when a run's processes outlive its end: SIGKILL every one recorded in its folder."""
+    if not run.alive:
+        return
+    from ..runner import control, liveness
+
+    for entry in liveness.read_processes(run.run_dir).values():
+        control.kill_tree(entry)
+    run.wait(5.0)
+
+
+def record(run, rung: int, cost_s: float, ended: str | None) -> dict:
+    """What a finished run measured, as plain data: every measured step's figures (pooled across rungs), the
+    engine that ran, the first step's time, what the run cost, and a note when it ended early."""
+    records = run.records()
+    steps = metrics.steps(records)
+    measured = [s for s in steps if s["step"] > WARMUP_STEPS]
+    counted = measured if len(measured) >= MIN_MEASURED else []
+    summary = metrics.summarize(records, WARMUP_STEPS)
+    status = run.status
+    return {
+        "rung": rung, "status": status, "ended": ended, "steps": len(steps), "measured_steps": len(counted),
+        **{key: [s.get(key) for s in counted] for key in ("samples_per_s", "real_tokens_per_s", "tokens_per_s",
+                                                          "mfu", "step_time")},
+        "engine": summary["engine"], "first_step_s": summary["first_step_s"], "cost_s": round(cost_s, 2),
+        # startup and first step: what every run of this kind pays before the steps that are timed
+        "overhead_s": round(cost_s - sum(s["step_time"] for s in steps[1:]), 2) if steps else None,
+        "note": note(rung, status, ended, len(measured), run.error),
+        "error": (run.error or "")[-2000:] or None,
+    }
+
+
+def note(rung: int, status: str, ended: str | None, measured: int, error: str | None) -> str | None:
+    """Why a run's figures are partial or missing, in words (None when it simply completed)."""
+    when = f"its rung {rung} run" if rung > 1 else "its run"
+    if status == "failed":
+        first = (error or "no error recorded").strip().splitlines()[0]
+        return f"{when} failed: {first}"
+    if ended == "budget" and measured >= MIN_MEASURED:
+        return f"{when} was cut at the budget's end after {measured} measured steps"
+    if ended == "budget":
+        return f"the budget ended during {when}, before {MIN_MEASURED} steps after warm-up were measured"
+    return None

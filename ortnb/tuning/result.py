@@ -1,0 +1,158 @@
+"""TuneResult: every candidate ranked (measured ones by how far they got and their samples/s, then the failed,
+not measured and refused ones with the reason), the winning RunConfig, and the words for progress.
+Pure: tested on exact values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import RunConfig
+from .search import ranked
+from .space import Candidate
+
+FORMAT = 1  # of the cache entry and tune.json
+COLUMNS = ["rank", "label", "status", "samples_per_s", "real_tokens_per_s", "tokens_per_s", "mfu", "engine",
+           "first_step_s", "steps_measured", "rung", "cost_s", "reason"]
+HEADERS = {"rank": "#", "label": "configuration", "status": "status", "samples_per_s": "samples/s",
+           "real_tokens_per_s": "real tokens/s", "tokens_per_s": "tokens/s", "mfu": "MFU %", "engine": "engine",
+           "first_step_s": "first step s", "steps_measured": "steps", "rung": "rung", "cost_s": "run s"}
+STATUS_ORDER = ("measured", "failed", "not measured", "refused")
+
+
+def order(candidates: list[Candidate]) -> list[Candidate]:
+    """The table's order: measured (furthest rung, then fastest), then the others by status."""
+    rest = [c for c in candidates if c.status != "measured"]
+    rest.sort(key=lambda c: (STATUS_ORDER.index(c.status), c.index))
+    return ranked(candidates) + rest
+
+
+def row(candidate: Candidate, rank: int) -> dict:
+    runs = candidate.runs
+    engines = [r["engine"] for r in runs if r.get("engine")]
+    return {"rank": rank, "label": candidate.label, "status": candidate.status,
+            "samples_per_s": candidate.samples_per_s, "real_tokens_per_s": candidate.median("real_tokens_per_s"),
+            "tokens_per_s": candidate.median("tokens_per_s"), "mfu": candidate.median("mfu"),
+            "engine": engines[-1] if engines else None,
+            "first_step_s": next((r["first_step_s"] for r in runs if r.get("first_step_s") is not None), None),
+            "steps_measured": len(candidate.values("samples_per_s")), "rung": candidate.rung,
+            "cost_s": round(sum(r.get("cost_s") or 0.0 for r in runs), 1), "reason": candidate.reason,
+            **candidate.axes}
+
+
+@dataclass
+class TuneResult:
+    """What tune() found. ``table``: every candidate, ranked; ``best``: the winning RunConfig (base's settings
+    with the winner's options; None when nothing was measured); ``configs``: every runnable candidate as a
+    RunConfig named by its label (``ortnb.compare(result.configs)`` measures the same grid exhaustively)."""
+
+    candidates: list[Candidate]
+    best: RunConfig | None
+    configs: list[RunConfig]
+    grid: dict
+    budget_s: float
+    elapsed_s: float
+    complete: bool  # every runnable candidate was measured (or failed) and nothing interrupted it
+    interrupted: bool  # Stop or KeyboardInterrupt ended it; the next call resumes from its cache entry
+    ended: str  # why the search ended, in words
+    from_cache: bool = False
+    cache_path: str | None = None
+    created: str = ""
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """How many candidates have each status."""
+        statuses = [c.status for c in self.candidates]
+        return {status: statuses.count(status) for status in STATUS_ORDER}
+
+    @property
+    def table(self):
+        import pandas as pd
+
+        rows = [row(c, rank) for rank, c in enumerate(order(self.candidates), 1)]
+        return pd.DataFrame(rows, columns=COLUMNS + list(self.grid))
+
+    @property
+    def rungs(self) -> int:
+        return max((c.rung for c in self.candidates), default=0)
+
+    def describe(self) -> str:
+        """One sentence: the winner and its figures, how much of the grid was measured, in what time."""
+        runnable = sum(c.runnable for c in self.candidates)
+        scope = (f"measured {self.counts['measured']} of {runnable} runnable candidates "
+                 f"({self.counts['refused']} refused) in {self.elapsed_s:.0f} s of {self.budget_s:g} s"
+                 f"{' (from the cache)' if self.from_cache else ''}")
+        leaders = ranked(self.candidates)
+        if not leaders:
+            return f"No candidate was measured ({self.ended}); {scope}."
+        top = row(leaders[0], 1)
+        mfu = f", MFU {top['mfu']:.1%}" if top["mfu"] is not None else ""
+        return f"Fastest here: {top['label']}, {top['samples_per_s']:.1f} samples/s{mfu} ({top['engine']}); {scope}."
+
+    def to_dict(self) -> dict:
+        from .. import __version__
+
+        leaders = ranked(self.candidates)
+        return {"format": FORMAT, "ortnb": __version__, "created": self.created, "budget_s": self.budget_s,
+                "elapsed_s": round(self.elapsed_s, 2), "complete": self.complete, "interrupted": self.interrupted,
+                "ended": self.ended, "grid": self.grid, "best": leaders[0].label if leaders else None,
+                "best_config": _config_dict(self.best), "candidates": [c.to_dict() for c in self.candidates]}
+
+    @classmethod
+    def from_dict(cls, data: dict, base: RunConfig, from_cache: bool = False,
+                  cache_path: str | None = None) -> "TuneResult":
+        candidates = [Candidate.from_dict(c) for c in data["candidates"]]
+        return build(candidates, base, data["grid"], budget_s=data["budget_s"], elapsed_s=data["elapsed_s"],
+                     complete=data["complete"], interrupted=data["interrupted"], ended=data["ended"],
+                     from_cache=from_cache, cache_path=cache_path, created=data.get("created", ""))
+
+    def __repr__(self) -> str:  # deterministic: no times, no addresses
+        leaders = ranked(self.candidates)
+        best = repr(leaders[0].label) if leaders else None
+        runnable = sum(c.runnable for c in self.candidates)
+        return (f"TuneResult(best={best}, measured={self.counts['measured']} of {runnable}, "
+                f"refused={self.counts['refused']}, complete={self.complete}, from_cache={self.from_cache})")
+
+
+def build(candidates: list[Candidate], base: RunConfig, grid: dict, **fields) -> TuneResult:
+    """The result for these candidates: the winner applied to ``base``, every runnable one as a RunConfig."""
+    leaders = ranked(candidates)
+    best = base.replace(**leaders[0].axes) if leaders else None
+    configs = [base.replace(**c.axes, name=c.label) for c in candidates if c.runnable]
+    return TuneResult(candidates, best, configs, grid, **fields)
+
+
+def _config_dict(config: RunConfig | None) -> dict | None:
+    if config is None:
+        return None
+    try:
+        return config.to_dict()
+    except TypeError:  # an in-memory datasets.Dataset: everything but the data
+        return {**{k: v for k, v in vars(config).items() if k != "dataset"}, "dataset": None}
+
+
+# -- progress, in words --------------------------------------------------------------------------------
+
+
+def format_progress(event: dict) -> str:
+    """One line for a progress event of tune(on_progress=...) (pure)."""
+    kind = event.get("event")
+    if kind == "start":
+        resumed = f"; {event['resumed']} measured before, resumed" if event.get("resumed") else ""
+        return (f"{event['candidates']} candidates: {event['refused']} refused by validate(), {event['runnable']} "
+                f"to measure within {event['budget_s']:g} s{resumed}")
+    where = f"{event.get('phase')}, candidate {event.get('candidate')} of {event.get('of')}"
+    if kind == "candidate":
+        return (f"{where}: {event['label']} (about {event['estimate_s']:.0f} s) | {event['elapsed_s']:.0f} s of "
+                f"{event['budget_s']:g} s | best so far: {_best(event.get('best'))}")
+    if kind == "result":
+        if event.get("samples_per_s") is not None:
+            return f"{where}: {event['samples_per_s']:.1f} samples/s, its run took {event['cost_s']:.0f} s"
+        return f"{where}: {event['status']}: {event.get('reason') or 'no reason recorded'}"
+    if kind == "done":
+        return (f"done in {event['elapsed_s']:.0f} s of {event['budget_s']:g} s ({event['ended']}): "
+                f"{event['measured']} measured; best: {_best(event.get('best'))}")
+    return str(event)
+
+
+def _best(best: dict | None) -> str:
+    return f"{best['label']}, {best['samples_per_s']:.1f} samples/s" if best else "none yet"
