@@ -303,6 +303,86 @@ def _print_failures(runs: list[list]) -> None:
                       f"run folder {run.run_dir})", file=sys.stderr)
 
 
+def cmd_tune(options: argparse.Namespace) -> int:
+    """Find the fastest configuration this machine runs for a model and dataset within a time budget; print the
+    ranked candidates and the winner, and write tune.json, config.json (the winner) and candidates.json."""
+    from .errors import ConfigError
+
+    try:
+        result = _tune(options)
+    except ConfigError as error:  # the API names budget_s; here it is --budget
+        print(f"ortnb tune: {str(error).replace('budget_s', '--budget')}", file=sys.stderr)
+        return 2
+    from .tuning import reason_lines, table_text
+
+    if result.from_cache:
+        print(f"ortnb tune: from the cache ({result.cache_path}, measured {result.created}); --refresh measures again")
+    print(table_text(result))
+    for line in reason_lines(result):
+        print(f"  {line}")
+    print(result.describe())
+    _write_tune_files(result, options.out)
+    if result.interrupted:
+        return 130  # as a shell reports Ctrl-C
+    return 0 if result.best is not None else 1
+
+
+def _tune(options: argparse.Namespace):
+    """tune() with progress lines; Ctrl-C stops the search (what was measured is kept), a second one aborts."""
+    import signal
+    import threading
+
+    from .config import RunConfig
+    from .errors import ConfigError
+    from .tuning import format_progress, tune
+
+    try:
+        budget = float(options.budget)
+    except ValueError:
+        raise ConfigError(f"--budget must be a number of seconds (e.g. --budget 180), got {options.budget!r}.") \
+            from None
+    grid = parse_vary(options.vary) if options.vary else None
+    base = RunConfig(model=options.model, dataset=options.dataset, seq_len=options.seq_len, max_steps=options.steps)
+    stop = threading.Event()
+
+    def interrupt(_signum, _frame):
+        stop.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        print("ortnb tune: stopping the running candidate (Ctrl-C again to abort)...", flush=True)
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        return tune(base=base, budget_s=budget, grid=grid, refresh=options.refresh, stop=stop,
+                    on_progress=lambda event: print(f"ortnb tune: {format_progress(event)}", flush=True),
+                    output_dir=options.runs, cache_dir=options.cache_dir)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _write_tune_files(result, out: str) -> None:
+    """tune.json (everything measured), config.json (the winner: `ortnb run` trains it) and candidates.json
+    (every runnable candidate: `ortnb compare --config` measures the same grid exhaustively)."""
+    from pathlib import Path
+
+    from .report import strict_json
+
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tune.json").write_text(json.dumps(strict_json(result.to_dict()), indent=1, allow_nan=False))
+    written = ["tune.json"]
+    try:
+        (folder / "candidates.json").write_text(json.dumps([c.to_dict() for c in result.configs], indent=1))
+        written.append("candidates.json")
+        if result.best is not None:
+            print(result.best.to_json())
+            result.best.to_json(folder / "config.json")
+            written.append("config.json")
+    except TypeError as error:  # an in-memory dataset has no JSON form; tune.json still holds the measurements
+        print(f"ortnb tune: {error}", file=sys.stderr)
+    print(f"ortnb tune: wrote {', '.join(str(folder / name) for name in written)}"
+          + (f"; train the winner with: ortnb run {folder / 'config.json'}" if "config.json" in written else ""))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ortnb", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -337,6 +417,25 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--runs", default="runs", help="where run directories go")
     cmp.add_argument("--out", default="comparison", help="where report.html, results.json and table.md go")
     cmp.set_defaults(run=cmd_compare)
+    tune = commands.add_parser("tune", help=cmd_tune.__doc__, description=cmd_tune.__doc__ + " Without --vary it "
+                               "measures this machine's default grid: backend ort/eager x optimizer x precision "
+                               "(bf16 where native) x padding (longest with length grouping, max_length) x 1 or 2 "
+                               "processes x batch 8/16/32. Results are cached per machine, model, data, grid and "
+                               "budget. Ctrl-C stops the search and keeps what was measured.")
+    tune.add_argument("--model", default="minilm")
+    tune.add_argument("--dataset", default="rotten_tomatoes")
+    tune.add_argument("--budget", default="180", metavar="SECONDS",
+                      help="time the whole search may take (default 180; it ends within it + 10%%)")
+    tune.add_argument("--vary", action="append", default=[], metavar="FIELD=A,B",
+                      help="the grid to measure instead of the default one; repeatable, e.g. --vary backend=eager,ort "
+                           "--vary batch_size=16,32")
+    tune.add_argument("--seq-len", type=int, default=128)
+    tune.add_argument("--steps", type=int, default=60, help="max_steps of the winner's config.json")
+    tune.add_argument("--refresh", action="store_true", help="measure again instead of using the cached result")
+    tune.add_argument("--out", default="tuning", help="where tune.json, config.json and candidates.json go")
+    tune.add_argument("--runs", default=None, help="keep the measurement runs in this folder (default: deleted)")
+    tune.add_argument("--cache-dir", default=None, help="default ~/.cache/ortnb/tune ($ORTNB_CACHE/tune)")
+    tune.set_defaults(run=cmd_tune)
     return parser
 
 

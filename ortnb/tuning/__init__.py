@@ -21,11 +21,12 @@ from typing import Callable
 from ..config import RunConfig
 from ..errors import ConfigError
 from . import cache, result, space
-from .result import TuneResult, format_progress
+from .result import TuneResult, format_progress, reason_lines, table_text
 from .search import Budget, Interrupted, Search
 from .space import RUNG1_STEPS, default_grid
 
-__all__ = ["tune", "TuneResult", "candidate_configs", "default_grid", "format_progress", "minimum_budget"]
+__all__ = ["tune", "TuneResult", "candidate_configs", "default_grid", "format_progress", "minimum_budget", "reason_lines",
+           "table_text"]
 
 DEFAULT_BUDGET_S = 180.0
 
@@ -80,8 +81,10 @@ def candidate_configs(model: str | None = None, dataset=None, *, base: RunConfig
 
 
 def minimum_budget(model, candidates: list[space.Candidate]) -> int:
-    """Whole seconds the cheapest runnable candidate's first measurement is believed to take."""
-    return math.ceil(min(space.prior_cost(model, c.axes, RUNG1_STEPS) for c in candidates if c.runnable))
+    """Whole seconds for one measurement of the cheapest runnable candidate: its believed cost with 20% to
+    spare (machines differ), plus the second the budget keeps for stopping a run at its end."""
+    cheapest = min(space.prior_cost(model, c.axes, RUNG1_STEPS) for c in candidates if c.runnable)
+    return math.ceil(1.2 * cheapest + 1.0)
 
 
 # -- checks, all before any run ---------------------------------------------------------------------
@@ -141,10 +144,10 @@ def _check_budget(budget_s: float, model, candidates: list[space.Candidate]) -> 
     minimum = minimum_budget(model, candidates)
     if budget_s < minimum:
         raise ConfigError(
-            f"budget_s={budget_s:g} is too small for even one candidate: one short run of {model} takes about "
-            f"{minimum} s on a machine like this (two Python processes start and import torch, the model loads, "
-            f"the data is tokenized, then {space.WARMUP_STEPS + RUNG1_STEPS} steps); give budget_s >= {minimum} "
-            f"(the default is {DEFAULT_BUDGET_S:g}; more measures more candidates).")
+            f"budget_s={budget_s:g} is too small for even one candidate: measuring the quickest one with {model} "
+            f"needs about {minimum} s on a machine like this (two Python processes start and import torch, the "
+            f"model loads, the data is tokenized, then {space.WARMUP_STEPS + RUNG1_STEPS} steps); give budget_s >= "
+            f"{minimum} (the default is {DEFAULT_BUDGET_S:g}; more measures more candidates).")
 
 
 def _check_folder(base: RunConfig, candidates, argument: str, folder) -> None:

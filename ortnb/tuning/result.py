@@ -34,9 +34,10 @@ def row(candidate: Candidate, rank: int) -> dict:
             "tokens_per_s": candidate.median("tokens_per_s"), "mfu": candidate.median("mfu"),
             "engine": engines[-1] if engines else None,
             "first_step_s": next((r["first_step_s"] for r in runs if r.get("first_step_s") is not None), None),
-            "steps_measured": len(candidate.values("samples_per_s")), "rung": candidate.rung,
-            "cost_s": round(sum(r.get("cost_s") or 0.0 for r in runs), 1), "reason": candidate.reason,
-            **candidate.axes}
+            "steps_measured": len(candidate.values("samples_per_s")) if runs else None,
+            "rung": candidate.rung or None,
+            "cost_s": round(sum(r.get("cost_s") or 0.0 for r in runs), 1) if runs else None,
+            "reason": candidate.reason, **candidate.axes}
 
 
 @dataclass
@@ -69,7 +70,8 @@ class TuneResult:
         import pandas as pd
 
         rows = [row(c, rank) for rank, c in enumerate(order(self.candidates), 1)]
-        return pd.DataFrame(rows, columns=COLUMNS + list(self.grid))
+        table = pd.DataFrame(rows, columns=COLUMNS + list(self.grid))
+        return table.astype({"steps_measured": "Int64", "rung": "Int64"})  # whole numbers, missing where unmeasured
 
     @property
     def rungs(self) -> int:
@@ -128,6 +130,42 @@ def _config_dict(config: RunConfig | None) -> dict | None:
         return config.to_dict()
     except TypeError:  # an in-memory datasets.Dataset: everything but the data
         return {**{k: v for k, v in vars(config).items() if k != "dataset"}, "dataset": None}
+
+
+# -- in words ------------------------------------------------------------------------------------------
+
+
+def table_text(found: TuneResult) -> str:
+    """The ranked table with human column names and MFU in percent (reasons are listed by reason_lines)."""
+    shown = found.table[list(HEADERS)].rename(columns=HEADERS)
+    shown["MFU %"] = shown["MFU %"] * 100
+    for name, digits in _DIGITS.items():  # as text here: to_string's formatters never see missing values
+        shown[name] = [_number(value, digits) for value in shown[name]]
+    return shown.fillna("-").to_string(index=False)
+
+
+_DIGITS = {"samples/s": 1, "real tokens/s": 0, "tokens/s": 0, "MFU %": 2, "first step s": 2, "steps": 0, "rung": 0,
+           "run s": 1}
+
+
+def _number(value, digits: int) -> str:
+    import pandas as pd
+
+    return "-" if pd.isna(value) else f"{value:.{digits}f}"
+
+
+def reason_lines(found: TuneResult, named: int = 3) -> list[str]:
+    """One line per distinct (status, reason), in the table's order, with the candidates it concerns (their
+    labels up to ``named`` of them, else how many)."""
+    groups: dict[tuple, list[str]] = {}
+    for candidate in order(found.candidates):
+        if candidate.reason:
+            groups.setdefault((candidate.status, candidate.reason), []).append(candidate.label)
+    lines = []
+    for (status, reason), labels in groups.items():
+        which = ", ".join(labels) if len(labels) <= named else f"{len(labels)} candidates"
+        lines.append(f"{status} ({which}): {reason}")
+    return lines
 
 
 # -- progress, in words --------------------------------------------------------------------------------
