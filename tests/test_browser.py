@@ -3,9 +3,10 @@
 One JupyterLab, one notebook, tiny-bert runs slowed to >= 0.2 s a step. At 1400 px: Run is disabled
 while a run trains, a progress bar with an ETA appears, another cell runs meanwhile, a summary card
 appears at the end; two identical runs make two bars with distinct labels; Stop stops a long run. Then
-at 1000 px and at 1400 px: the charts fill their output area and no text is cut. Last, ONNX Runtime +
-bf16 is refused in the form's words. Screenshots go to the test's temp folder (pytest's tmp_path);
-the README's picture is made on purpose by scripts/dashboard_screenshot.py.
+at 1000 px and at 1400 px: the charts fill their output area and no text is cut. Then ONNX Runtime +
+bf16 is refused in the form's words, and Find fastest runs once with a short budget. Screenshots go to
+the test's temp folder (pytest's tmp_path); the README's picture is made on purpose by
+scripts/dashboard_screenshot.py.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .lab_driver import CHROMIUM, browser_page, button, jupyterlab, open_noteboo
 
 pytestmark = pytest.mark.browser
 STEPS = 12
+SEARCH_BUDGET_S = 30
 
 # Text elements of the dashboard whose content must never be cut (ellipsis or overflow).
 TEXT_ELEMENTS = ("button, .widget-label, .ortnb-field-label, .widget-html-content, .lm-TabBar-tabLabel, "
@@ -166,6 +168,21 @@ def test_dashboard_in_jupyterlab(lab):
                                               timeout=10_000)
             expect(button(dashboard, "Run")).to_be_disabled()
             page.screenshot(path=str(shots / "5-ort-bf16.png"))
+
+            # Find fastest, once, with a short budget: progress while it measures, the ranked table, the
+            # winner loaded into the form.
+            button(dashboard, "fp32").click()
+            budget = dashboard.locator(".widget-hbox", has=page.locator(".ortnb-field-label", has_text="budget (s)"))
+            budget.locator("input").fill(str(SEARCH_BUDGET_S))
+            budget.locator("input").press("Enter")
+            button(dashboard, "Find fastest").click()
+            expect(progress).to_contain_text("Find fastest:", timeout=10_000)
+            expect(button(dashboard, "Run")).to_be_disabled()
+            expect(progress).to_contain_text("ended", timeout=(SEARCH_BUDGET_S * 1.1 + 30) * 1000)
+            expect(page.locator(".ortnb-search")).to_contain_text("configuration")
+            button(dashboard, "Load winner").click()
+            expect(page.locator(".ortnb-message")).to_contain_text("the form now holds", timeout=10_000)
+            page.screenshot(path=str(shots / "6-find-fastest.png"))
         except BaseException:
             page.screenshot(path=str(shots / "failure.png"), full_page=True)
             print(f"screenshots: {shots}")
