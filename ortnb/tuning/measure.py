@@ -23,7 +23,7 @@ from .space import WARMUP_STEPS, Candidate
 POLL_S = 0.25
 MIN_MEASURED = 2  # steps after warm-up a run needs for its samples/s to count
 SETTLE_S = 30.0  # after the final event, how long the processes get to exit (torchrun tears down)
-STOP_S = 10.0  # how long a stopped run may finish its step before it is terminated
+STOP_S = 2.0  # how long an interrupted run may finish its step before it is terminated: it is discarded anyway
 
 
 def measurer(base: RunConfig, runs_dir: Path, keep: bool, stop: threading.Event | None,
@@ -58,7 +58,7 @@ def follow(run, limits: Limits, stop: threading.Event | None, clock) -> str | No
         if stop is not None and stop.is_set():
             raise Interrupted()
         if clock() >= limits.deadline:
-            halt(run, timeout=2.0)  # the budget's end: no time for a long last step
+            halt(run, STOP_S)  # the budget's end: no time for a long last step
             return "budget"
         time.sleep(POLL_S)
     run.wait(SETTLE_S)  # the final event is written; let the processes exit

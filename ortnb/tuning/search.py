@@ -211,7 +211,11 @@ class Search:
         limits = Limits(self.budget.run_deadline(),
                         lambda run_dir: self.event("candidate", **where, run_dir=run_dir,
                                                    estimate_s=round(estimate, 1)))
-        record = self.measure(candidate, rung, rung_steps(rung), limits)
+        try:
+            record = self.measure(candidate, rung, rung_steps(rung), limits)
+        except BaseException:  # Stop, KeyboardInterrupt: the run in progress is discarded (a resume measures it)
+            candidate.unreached = "the search was stopped while it ran"
+            raise
         candidate.runs.append(record)
         self.save()
         self.event("result", **where, status=candidate.status, samples_per_s=_measured(record),
@@ -234,7 +238,7 @@ class Search:
         predicted = predict(self.candidates)
         left = max(0.0, self.budget.remaining())
         for candidate in self.runnable:
-            if candidate.runs:
+            if candidate.runs or candidate.unreached:
                 continue
             if interrupted:
                 candidate.unreached = "the search was stopped before it"
