@@ -167,7 +167,8 @@ WRONG_BELIEFS = {("backend", "ort"): 0.7, ("precision", "bf16"): 0.6, ("num_proc
 def test_the_search_finds_the_fastest_of_a_grid_its_budget_cannot_cover():
     candidates, clock, log = candidates_of(GRID), FakeClock(), []
     speed = multiplicative(WRONG_BELIEFS)
-    found = search.Search(candidates, search.Budget(180.0, clock, 0.0), fake_measure(clock, speed, log=log), "minilm")
+    found = search.Search(candidates, search.Budget(180.0, clock, 0.0), fake_measure(clock, speed, log=log),
+                          {"model": "minilm"})
     ended = found.run()
     found.mark_unreached(interrupted=False)
     winner = search.ranked(candidates)[0]  # the optimizer makes no difference here: either one is the fastest
@@ -186,7 +187,7 @@ def test_successive_halving_gives_the_faster_half_twice_the_steps():
     candidates, clock, log = candidates_of(grid), FakeClock(), []
     speeds = {c.index: 10.0 + c.index for c in candidates}  # the later in the product, the faster
     found = search.Search(candidates, search.Budget(10_000.0, clock, 0.0),
-                          fake_measure(clock, lambda c: speeds[c.index], log=log), "minilm")
+                          fake_measure(clock, lambda c: speeds[c.index], log=log), {"model": "minilm"})
     assert found.run() == "every candidate was measured and one remained"
     by_rung = {rung: sorted(label for label, r, _ in log if r == rung) for rung in (1, 2, 3)}
     assert len(by_rung[1]) == 6
@@ -200,7 +201,7 @@ def test_successive_halving_gives_the_faster_half_twice_the_steps():
 def test_no_run_starts_that_the_remaining_budget_cannot_hold():
     candidates, clock, log = candidates_of({"batch_size": [8, 16, 32, 64]}), FakeClock(), []
     measure = fake_measure(clock, lambda c: 1e6, overhead=10.0, log=log)  # steps take no time: 10 s a run
-    found = search.Search(candidates, search.Budget(35.0, clock, 0.0), measure, "tiny-bert")
+    found = search.Search(candidates, search.Budget(35.0, clock, 0.0), measure, {"model": "tiny-bert"})
     assert found.run() == "the budget ran out before every candidate was measured"
     found.mark_unreached(interrupted=False)
     assert len(log) == 3 and clock.now == pytest.approx(30.0, abs=0.01)
@@ -211,7 +212,8 @@ def test_no_run_starts_that_the_remaining_budget_cannot_hold():
 def test_progress_events_are_plain_data_with_one_line_each():
     candidates, clock, events = candidates_of({"batch_size": [8, 16]}), FakeClock(), []
     found = search.Search(candidates, search.Budget(100.0, clock, 0.0),
-                          fake_measure(clock, lambda c: 4.0 * c.axes["batch_size"], overhead=10.0), "tiny-bert",
+                          fake_measure(clock, lambda c: 4.0 * c.axes["batch_size"], overhead=10.0),
+                          {"model": "tiny-bert"},
                           notify=events.append)
     found.run()
     assert json.loads(json.dumps(events)) == events
@@ -339,7 +341,7 @@ def test_tune_tiny_bert_within_30_s_then_from_the_cache(tmp_path, monkeypatch):
     assert set(table["status"]) <= {"measured", "not measured", "refused"}
     assert found.complete == (len(measured) == 4) and not found.interrupted and not found.from_cache
     # progress: plain data, from the start to the end
-    assert [e["event"] for e in events][0] == "start" and events[-1]["event"] == "done"
+    assert events[0]["event"] == "start" and events[-1]["event"] == "done"
     assert {e["of"] for e in events if e["event"] == "candidate"} <= {4, 2, 1}
     json.dumps(events)
     # no worker left, and the temporary run folders are gone

@@ -25,8 +25,8 @@ from .result import TuneResult, format_progress, reason_lines, table_text
 from .search import Budget, Interrupted, Search
 from .space import RUNG1_STEPS, default_grid
 
-__all__ = ["tune", "TuneResult", "candidate_configs", "default_grid", "format_progress", "minimum_budget", "reason_lines",
-           "table_text"]
+__all__ = ["tune", "TuneResult", "candidate_configs", "default_grid", "format_progress", "minimum_budget",
+           "reason_lines", "table_text"]
 
 DEFAULT_BUDGET_S = 180.0
 
@@ -54,7 +54,7 @@ def tune(model: str | None = None, dataset=None, *, budget_s: float = DEFAULT_BU
     if problems:
         raise ConfigError(problems)
     candidates, grid = _candidates(base, grid)
-    _check_budget(budget_s, base.model, candidates)
+    _check_budget(budget_s, base, candidates)
     root = cache.directory(cache_dir)
     _check_folder(base, candidates, "output_dir", output_dir)
     _check_folder(base, candidates, "cache_dir", root)
@@ -80,10 +80,11 @@ def candidate_configs(model: str | None = None, dataset=None, *, base: RunConfig
     return [base.replace(**c.axes, name=c.label) for c in candidates if c.runnable]
 
 
-def minimum_budget(model, candidates: list[space.Candidate]) -> int:
+def minimum_budget(base: RunConfig, candidates: list[space.Candidate]) -> int:
     """Whole seconds for one measurement of the cheapest runnable candidate: its believed cost with 20% to
     spare (machines differ), plus the second the budget keeps for stopping a run at its end."""
-    cheapest = min(space.prior_cost(model, c.axes, RUNG1_STEPS) for c in candidates if c.runnable)
+    common = space.defaults(base)
+    cheapest = min(space.prior_cost({**common, **c.axes}, RUNG1_STEPS) for c in candidates if c.runnable)
     return math.ceil(1.2 * cheapest + 1.0)
 
 
@@ -140,14 +141,14 @@ def _cuda_devices() -> int:
     return torch.cuda.device_count()
 
 
-def _check_budget(budget_s: float, model, candidates: list[space.Candidate]) -> None:
-    minimum = minimum_budget(model, candidates)
+def _check_budget(budget_s: float, base: RunConfig, candidates: list[space.Candidate]) -> None:
+    minimum = minimum_budget(base, candidates)
     if budget_s < minimum:
         raise ConfigError(
-            f"budget_s={budget_s:g} is too small for even one candidate: measuring the quickest one with {model} "
-            f"needs about {minimum} s on a machine like this (two Python processes start and import torch, the "
-            f"model loads, the data is tokenized, then {space.WARMUP_STEPS + RUNG1_STEPS} steps); give budget_s >= "
-            f"{minimum} (the default is {DEFAULT_BUDGET_S:g}; more measures more candidates).")
+            f"budget_s={budget_s:g} is too small for even one candidate: measuring the quickest one with "
+            f"{base.model} needs about {minimum} s on a machine like this (two Python processes start and import "
+            f"torch, the model loads, the data is tokenized, then {space.WARMUP_STEPS + RUNG1_STEPS} steps); give "
+            f"budget_s >= {minimum} (the default is {DEFAULT_BUDGET_S:g}; more measures more candidates).")
 
 
 def _check_folder(base: RunConfig, candidates, argument: str, folder) -> None:
@@ -196,7 +197,7 @@ def _search(candidates, base, grid, budget: Budget, entry: tuple, resumed: int, 
     keep = output_dir is not None
     path.parent.mkdir(parents=True, exist_ok=True)
     runs_dir = Path(output_dir).expanduser() if keep else Path(tempfile.mkdtemp(prefix="runs-", dir=path.parent))
-    search = Search(candidates, budget, measurer(base, runs_dir, keep, stop), base.model,
+    search = Search(candidates, budget, measurer(base, runs_dir, keep, stop), space.defaults(base),
                     on_progress or (lambda event: None), stop, save)
     try:
         search.event("start", candidates=len(candidates), runnable=len(search.runnable),

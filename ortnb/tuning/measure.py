@@ -9,7 +9,6 @@ and its processes are gone before this returns or raises.
 from __future__ import annotations
 
 import shutil
-import statistics
 import threading
 import time
 from pathlib import Path

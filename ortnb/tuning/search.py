@@ -18,12 +18,12 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
-from .space import RUNG1_STEPS, WARMUP_STEPS, Candidate, prior_effect, prior_overhead, prior_step
+from .space import RUNG1_STEPS, WARMUP_STEPS, Candidate, prior_effect, prior_overhead, prior_step, samples_per_step
 
 NOISE = 0.1  # spread of one short run's log samples/s (a shared 2-core machine)
 PRIOR_SPREAD = 0.3  # how far a believed effect (log speed-up) may be off
 PRIOR_WEIGHT = (NOISE / PRIOR_SPREAD) ** 2  # how strongly beliefs hold against measurements
-EXPLORE = 0.5  # rung 1 orders by mean + EXPLORE * uncertainty (chosen by simulation, see tests)
+EXPLORE = 0.5  # rung 1 orders by mean + EXPLORE * uncertainty: best in simulated searches, beliefs right or wrong
 
 
 class Interrupted(Exception):
@@ -72,26 +72,33 @@ def predict(candidates: list[Candidate], explore: float = 0.0) -> dict[int, floa
     present in every run so far (bf16, say) could never be told apart from the level, right or wrong."""
     import numpy as np
 
-    options = sorted({(name, repr(value)) for c in candidates for name, value in c.axes.items()})
-    column = {option: i + 1 for i, option in enumerate(options)}
-    believed = {(name, repr(value)): prior_effect(name, value) for c in candidates for name, value in c.axes.items()}
-    features = np.zeros((len(candidates), len(options) + 1))
-    features[:, 0] = 1.0
-    for row, candidate in enumerate(candidates):
-        for name, value in candidate.axes.items():
-            features[row, column[(name, repr(value))]] = 1.0
+    features, prior = _design(candidates)
     known = [row for row, c in enumerate(candidates) if c.runnable and c.samples_per_s]
     measured = features[known]
     target = np.array([math.log(candidates[row].samples_per_s) for row in known])
-    weight = np.array([1e-9] + [PRIOR_WEIGHT] * len(options))  # the level itself is free: measurements set it
+    weight = np.array([1e-9] + [PRIOR_WEIGHT] * (len(prior) - 1))  # the level is free: measurements set it
     precision = measured.T @ measured + np.diag(weight)
-    prior = np.array([0.0] + [believed[option] for option in options])
     effects = np.linalg.solve(precision, measured.T @ target + weight * prior)
     mean = features @ effects
     if explore and known:
         spread = NOISE * np.sqrt(np.einsum("ij,ij->i", features @ np.linalg.inv(precision), features))
         mean = mean + explore * spread
     return {c.index: float(value) for c, value in zip(candidates, mean)}
+
+
+def _design(candidates: list[Candidate]):
+    """One row per candidate: 1 for the level, then 1 for each option value it has; and the believed effects."""
+    import numpy as np
+
+    options = sorted({(name, repr(value)): prior_effect(name, value)
+                      for c in candidates for name, value in c.axes.items()}.items())
+    column = {option: i + 1 for i, (option, _) in enumerate(options)}
+    features = np.zeros((len(candidates), len(options) + 1))
+    features[:, 0] = 1.0
+    for row, candidate in enumerate(candidates):
+        for name, value in candidate.axes.items():
+            features[row, column[(name, repr(value))]] = 1.0
+    return features, np.array([0.0] + [effect for _, effect in options])
 
 
 def ranked(candidates: list[Candidate]) -> list[Candidate]:
@@ -103,24 +110,32 @@ def ranked(candidates: list[Candidate]) -> list[Candidate]:
 class Costs:
     """Seconds a measurement run takes: the believed cost, calibrated by the runs measured so far."""
 
-    def __init__(self, model, candidates: list[Candidate]):
-        self.model = model
+    def __init__(self, defaults: dict, candidates: list[Candidate]):
+        self.defaults = defaults  # space.defaults(base): what a candidate's axes leave unsaid
         self.candidates = candidates
+
+    def settings(self, candidate: Candidate) -> dict:
+        return {**self.defaults, **candidate.axes}
 
     def _runs(self):
         return [(c, r) for c in self.candidates for r in c.runs if r.get("overhead_s") is not None]
+
+    def _kind(self, candidate: Candidate) -> tuple:
+        """Runs of one kind start alike: the backend (ORT exports) and the processes (torchrun) decide it."""
+        settings = self.settings(candidate)
+        return settings.get("backend"), settings.get("num_processes")
 
     def overhead(self, candidate: Candidate) -> float:
         """Startup and first step: the mean of runs like it (same backend and processes), else the belief
         scaled by how the measured runs compared with theirs."""
         runs = self._runs()
-        alike = [r["overhead_s"] for c, r in runs if _kind(c) == _kind(candidate)]
+        alike = [r["overhead_s"] for c, r in runs if self._kind(c) == self._kind(candidate)]
         if alike:
             return statistics.mean(alike)
-        believed = prior_overhead(self.model, candidate.axes)
+        believed = prior_overhead(self.settings(candidate))
         if not runs:
             return believed
-        return believed * statistics.mean(r["overhead_s"] / prior_overhead(self.model, c.axes) for c, r in runs)
+        return believed * statistics.mean(r["overhead_s"] / prior_overhead(self.settings(c)) for c, r in runs)
 
     def step(self, candidate: Candidate, predicted: dict[int, float]) -> float:
         """Seconds per step: measured, else from the predicted samples/s once anything was measured."""
@@ -128,31 +143,25 @@ class Costs:
         if own:
             return statistics.median(own)
         if any(c.samples_per_s for c in self.candidates):
-            samples = (candidate.axes.get("batch_size") or 16) * (candidate.axes.get("num_processes") or 1)
-            return samples / math.exp(predicted[candidate.index])
-        return prior_step(self.model, candidate.axes)
+            return samples_per_step(self.settings(candidate)) / math.exp(predicted[candidate.index])
+        return prior_step(self.settings(candidate))
 
     def estimate(self, candidate: Candidate, steps: int, predicted: dict[int, float]) -> float:
         # The overhead holds the first step; the other warm-up and measured steps come after it.
         return self.overhead(candidate) + (WARMUP_STEPS + steps - 1) * self.step(candidate, predicted)
 
 
-def _kind(candidate: Candidate) -> tuple:
-    """Runs of one kind start alike: the backend (ORT exports) and the processes (torchrun) decide it."""
-    return candidate.axes.get("backend"), candidate.axes.get("num_processes")
-
-
 class Search:
     """One search over ``candidates`` (refused ones included: they are skipped); ``run()`` returns why it ended."""
 
-    def __init__(self, candidates: list[Candidate], budget: Budget, measure: Measure, model,
+    def __init__(self, candidates: list[Candidate], budget: Budget, measure: Measure, defaults: dict,
                  notify: Callable[[dict], None] = lambda event: None, stop: threading.Event | None = None,
                  save: Callable[[], None] = lambda: None):
         self.candidates = candidates
         self.runnable = [c for c in candidates if c.runnable]
         self.budget = budget
         self.measure = measure
-        self.costs = Costs(model, candidates)
+        self.costs = Costs(defaults, candidates)
         self.notify = notify
         self.stop = stop
         self.save = save
@@ -160,7 +169,7 @@ class Search:
 
     def run(self) -> str:
         covered = self.first_rung()
-        later = self.later_rungs()  # when rung 1 could not cover the grid, no later rung fits either
+        later = self.later_rungs()  # even when rung 1 could not cover the grid: the leaders, if the budget holds
         return later if covered else "the budget ran out before every candidate was measured"
 
     # -- rung 1 ---------------------------------------------------------------------------------
@@ -245,8 +254,8 @@ class Search:
             elif (need := self.costs.estimate(candidate, RUNG1_STEPS, predicted)) > left:
                 candidate.unreached = (f"the budget ran out before it: {left:.0f} s were left and its run needs "
                                        f"about {need:.0f} s")
-            else:
-                candidate.unreached = "the rest of the budget went to measuring the fastest candidates longer"
+            else:  # it did not fit when rung 1 ended; later measurements lowered its estimate
+                candidate.unreached = f"the budget ran out before it (its run needs about {need:.0f} s)"
 
 
 def _measured(record: dict) -> float | None:

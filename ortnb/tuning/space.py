@@ -69,7 +69,7 @@ def default_grid(base: RunConfig, caps: Capabilities, cuda_devices: int = 0) -> 
     if run_task(base) != "causal-lm":
         grid["padding"] = ["longest", "max_length"]  # length_grouping None: on with longest, off with max_length
     processes = [1, cuda_devices] if caps.cuda else [1, 2] if caps.cpu_cores >= 2 else [1]
-    grid["num_processes"] = sorted(set(p for p in processes if p >= 1))
+    grid["num_processes"] = sorted({p for p in processes if p >= 1})
     grid["batch_size"] = [8, 16, 32]
     return {name: values for name, values in grid.items() if len(values) > 1}
 
@@ -206,23 +206,35 @@ def prior_effect(name: str, value) -> float:
     return _PRIOR.get((name, value), 0.0)
 
 
-def prior_overhead(model, axes: dict) -> float:
-    """Believed seconds from launch to the end of a run's first step (see _STARTUP_S)."""
+def defaults(base: RunConfig) -> dict:
+    """What every candidate has unless the grid says otherwise: the model and base's value of each option."""
+    return {"model": base.model, **{name: getattr(base, name) for name in AXES}}
+
+
+def prior_overhead(settings: dict) -> float:
+    """Believed seconds from launch to the end of a run's first step (see _STARTUP_S); ``settings``: the model
+    and the candidate's options (defaults() with its axes)."""
+    model = settings.get("model")
     eager_s, ort_s, _ = _STARTUP_S.get(model, _OTHER_MODEL_S) if isinstance(model, str) else _OTHER_MODEL_S
-    backend = axes.get("backend")
+    backend = settings.get("backend")
     startup = ort_s if backend == "ort" else eager_s + (_COMPILE_S if backend == "compile" else 0.0)
-    return startup + (_TORCHRUN_S if _whole(axes.get("num_processes"), 1) > 1 else 0.0)
+    return startup + (_TORCHRUN_S if _whole(settings.get("num_processes"), 1) > 1 else 0.0)
 
 
-def prior_step(model, axes: dict) -> float:
+def prior_step(settings: dict) -> float:
     """Believed seconds of one later step, in proportion to the batch."""
+    model = settings.get("model")
     _, _, step_s = _STARTUP_S.get(model, _OTHER_MODEL_S) if isinstance(model, str) else _OTHER_MODEL_S
-    return step_s * _whole(axes.get("batch_size"), 16) / 16
+    return step_s * _whole(settings.get("batch_size"), 16) / 16
 
 
-def prior_cost(model, axes: dict, measured_steps: int) -> float:
+def prior_cost(settings: dict, measured_steps: int) -> float:
     """Believed seconds of one measurement run: startup with the first step, then the other steps."""
-    return prior_overhead(model, axes) + (WARMUP_STEPS + measured_steps - 1) * prior_step(model, axes)
+    return prior_overhead(settings) + (WARMUP_STEPS + measured_steps - 1) * prior_step(settings)
+
+
+def samples_per_step(settings: dict) -> int:
+    return _whole(settings.get("batch_size"), 16) * _whole(settings.get("num_processes"), 1)
 
 
 def _whole(value, default: int) -> int:
