@@ -167,7 +167,7 @@ WRONG_BELIEFS = {("backend", "ort"): 0.7, ("precision", "bf16"): 0.6, ("num_proc
 def test_the_search_finds_the_fastest_of_a_grid_its_budget_cannot_cover():
     candidates, clock, log = candidates_of(GRID), FakeClock(), []
     speed = multiplicative(WRONG_BELIEFS)
-    found = search.Search(candidates, search.Budget(180.0, clock, 0.0), fake_measure(clock, speed, log=log),
+    found = search.Search(candidates, search.Budget(240.0, clock, 0.0), fake_measure(clock, speed, log=log),
                           {"model": "minilm"})
     ended = found.run()
     found.mark_unreached(interrupted=False)
@@ -176,7 +176,7 @@ def test_the_search_finds_the_fastest_of_a_grid_its_budget_cannot_cover():
     assert {k: v for k, v in winner.axes.items() if k != "optim"} == {"backend": "eager", "precision": "no",
                                                                         "num_processes": 2, "batch_size": 8}
     assert ended == "the budget ran out before every candidate was measured"
-    assert 4 <= len(log) < len(candidates) and clock.now <= 180.0
+    assert len(log) <= 8 < len(candidates) and clock.now <= 240.0  # 7 runs of 20 to 30 s: 15% of the grid
     unmeasured = [c for c in candidates if c.status == "not measured"]
     assert len(unmeasured) == len(candidates) - len({label for label, _, _ in log})
     assert all(c.reason.startswith("the budget ran out before it: ") for c in unmeasured)
@@ -206,7 +206,8 @@ def test_no_run_starts_that_the_remaining_budget_cannot_hold():
     found.mark_unreached(interrupted=False)
     assert len(log) == 3 and clock.now == pytest.approx(30.0, abs=0.01)
     [left] = [c for c in candidates if c.status == "not measured"]
-    assert left.reason == "the budget ran out before it: 5 s were left and its run needs about 10 s"
+    # 5 s were left, less the second kept for stopping a run at the budget's end
+    assert left.reason == "the budget ran out before it: 4 s were left and its run needs about 10 s"
 
 
 def test_progress_events_are_plain_data_with_one_line_each():

@@ -50,6 +50,10 @@ class Budget:
         """When a running candidate is stopped: the budget's end, less what stopping it takes."""
         return self.started + self.seconds - max(1.0, 0.03 * self.seconds)
 
+    def room(self) -> float:
+        """Seconds a run started now could use before it is stopped."""
+        return self.run_deadline() - self.clock()
+
 
 @dataclass
 class Limits:
@@ -184,7 +188,7 @@ class Search:
             predicted = predict(self.candidates)
             hopeful = predict(self.candidates, EXPLORE)
             pending.sort(key=lambda c: (-hopeful[c.index], c.index))
-            room = self.budget.remaining()
+            room = self.budget.room()
             chosen = next((c for c in pending if self.costs.estimate(c, RUNG1_STEPS, predicted) <= room), None)
             if chosen is None:
                 return False
@@ -204,7 +208,7 @@ class Search:
             for position, candidate in enumerate(survivors, 1):
                 self.check_stop()
                 predicted = predict(self.candidates)
-                fits = self.costs.estimate(candidate, rung_steps(rung), predicted) <= self.budget.remaining()
+                fits = self.costs.estimate(candidate, rung_steps(rung), predicted) <= self.budget.room()
                 if candidate.rung < rung and (candidate.index, rung) not in self.attempted and fits:
                     self.measure_one(candidate, rung, position, len(survivors), predicted)
             # A survivor never tried at this rung did not fit the budget; one that was tried and failed is out.
@@ -245,7 +249,7 @@ class Search:
     def mark_unreached(self, interrupted: bool) -> None:
         """Say why each runnable candidate that got no run got none."""
         predicted = predict(self.candidates)
-        left = max(0.0, self.budget.remaining())
+        left = max(0.0, self.budget.room())
         for candidate in self.runnable:
             if candidate.runs or candidate.unreached:
                 continue
