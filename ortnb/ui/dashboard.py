@@ -21,12 +21,12 @@ from ..errors import ConfigError
 from ..runner import Run, launch
 from ..validation import validate
 from . import form, present
+from .find_fastest import DEFAULT_BUDGET_S, FindFastest
 from .state import FINAL, DashboardState
 
 POLL_SECONDS = 0.25
 BUTTONS = (("Run", "success", "play"), ("Stop", "danger", "stop"), ("Add to comparison", "info", "plus"),
            ("Clear", "", "trash"), ("Find fastest", "warning", "search"), ("Load winner", "", "upload"))
-DEFAULT_BUDGET_S = 180
 
 
 def status_text(run: Run | None, records: list[dict] | None = None) -> str:
@@ -43,7 +43,7 @@ def status_text(run: Run | None, records: list[dict] | None = None) -> str:
     return text
 
 
-class Dashboard:
+class Dashboard(FindFastest):
     def __init__(self, config: RunConfig | None = None, *, throttle: Throttle | None = None, start: bool = True,
                  clock: Callable[[], float] = time.monotonic, wall_clock: Callable[[], float] = time.time):
         self.state = DashboardState()
@@ -177,71 +177,6 @@ class Dashboard:
             self.tabs.selected_index = 1
         return added
 
-    # -- Find fastest ---------------------------------------------------------------------------
-
-    def find_fastest(self, budget_s: float | None = None, wait: bool | None = None):
-        """Measure the configurations this machine can run for the form's model and data (``ortnb.tune``)
-        in the background; the ranked table goes to the Comparison tab and Load winner fills the form.
-        ``wait`` (default: without widgets) blocks and returns the TuneResult."""
-        from ..tuning import tune
-
-        base = self.panel.config if self.widgets else self._config
-        budget_s = float(budget_s if budget_s is not None else (self.budget.value if self.widgets else DEFAULT_BUDGET_S))
-        with self._lock:
-            if self.state.active_runs or self.state.searching:
-                self.state.say(self.state.why_run_is_disabled(), "warning")
-                self._show_message()
-                return None
-            self.state.start_search(budget_s, self.clock())
-            self._search_stop.clear()
-        self.render()
-
-        def search():
-            try:
-                result = tune(base.model, base.dataset, budget_s=budget_s, base=base, stop=self._search_stop,
-                              on_progress=self._search_progress)
-            except Exception as error:  # noqa: BLE001 - shown on the dashboard, never a thread traceback
-                with self._lock:
-                    self.state.search_ended([], None, error=str(error).splitlines()[0])
-                self.render()
-                return None
-            rows = json_rows(result.table)
-            with self._lock:
-                self.state.search_ended(rows, result.best)
-            self._table_key = None
-            self.render()
-            if self.widgets:
-                self.tabs.selected_index = 1
-            return result
-
-        if wait if wait is not None else not self.widgets:
-            return search()
-        threading.Thread(target=search, name="ortnb-find-fastest", daemon=True).start()
-        return None
-
-    def _search_progress(self, event: dict) -> None:
-        with self._lock:
-            self.state.search_progress(event)
-        if not self.widgets:
-            print(present.search_text(self.state.search, self.clock()), flush=True)
-
-    def load_winner(self) -> RunConfig | None:
-        """Put the search's winner into the form (steps, learning rate and output folder stay yours)."""
-        search = self.state.search
-        if search is None or search.best is None:
-            return None
-        current = self.panel.config if self.widgets else self._config
-        config = present.winner_for_form(search.best, current)
-        if self.widgets:
-            self.panel.set_config(config)
-            self.settings.selected_index = 0
-        else:
-            self._config = config
-        with self._lock:
-            self.state.say(f"the form now holds the fastest configuration: {config.label}")
-        self.render()
-        return config
-
     def remove_from_comparison(self, run_id: str) -> None:
         with self._lock:
             self.state.remove_from_comparison(run_id)
@@ -344,15 +279,6 @@ class Dashboard:
         self.bar.bar_style = {"failed": "danger", "stopped": "warning", "completed": "success"}.get(latest.status, "info")
         self.progress_text.value = f"<span class='ortnb-progress-text'>{shown.text}</span>"
 
-    def _render_search_progress(self, search) -> None:
-        self.progress.layout.display = "flex"
-        event = search.progress
-        self.bar.max = max(1, int(event.get("of") or 1))
-        self.bar.value = self.bar.max if search.done else min(int(event.get("candidate") or 0), self.bar.max)
-        self.bar.bar_style = "danger" if search.error else "success" if search.done else "info"
-        self.progress_text.value = (f"<span class='ortnb-progress-text'>"
-                                    f"{_escape(present.search_text(search, self.clock()))}</span>")
-
     def _render_live(self) -> None:
         updates = []
         for run_id, entry in self.state.runs.items():
@@ -432,13 +358,6 @@ class Dashboard:
 
     def __repr__(self) -> str:
         return f"Dashboard(runs={len(self.state.runs)}, status={present.status_text(self.state.latest)!r})"
-
-
-def json_rows(table) -> list[dict]:
-    """A DataFrame's rows as plain dicts (NaN as None), for the pure state."""
-    import json
-
-    return json.loads(table.to_json(orient="records")) if table is not None else []
 
 
 def _escape(text: str) -> str:
