@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerate every recorded measurement in benchmarks/results/ (run on a quiet machine: nothing else
-# running; about 55 minutes on 2 CPU cores). Uses the project's .venv.
+# running; about 95 minutes on 2 CPU cores). Uses the project's .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -12,3 +12,7 @@ python benchmarks/trainer_vs_ort.py --steps 25 --warmup 5 --repeats 3 --out benc
 python benchmarks/ort_levers.py --steps 20 --warmup 5 --repeats 1 --out benchmarks/results/ort-levers.json
 ortnb compare --steps 30 --warmup 5 --repeats 1 --runs "$runs" --out benchmarks/results/optimum-preset
 rm -f benchmarks/results/optimum-preset/report.html   # 4.8 MB with plotly inlined: regenerate, don't commit
+# ortnb tune's default search (180 s) against an exhaustive compare of its grid (about 25 minutes), then the
+# same Rotten Tomatoes samples through plain Trainer, a careful Trainer and the tuned winner (one epoch, about 20 minutes).
+python benchmarks/tune_check.py --out benchmarks/results/tune-check.json
+python benchmarks/time_to_accuracy.py --out benchmarks/results/time-to-accuracy.json
