@@ -10,7 +10,8 @@ Variants, each in a fresh process, alternated (a b c a b c ...):
                 rounded to 8) + length-grouped batches, fused AdamW, bf16 autocast where the CPU has bf16
                 units (AVX512-BF16 / AMX), else fp32;
   (c) ortnb     ortnb's tuned winner (``ortnb.tune``, read from its cache when present; the search's own
-                time is recorded apart) launched as a user would: ``ortnb.launch(winner)``.
+                time is recorded apart) launched as a user would: ``ortnb.launch(winner)``, its learning rate
+                scaled with the square root of its global batch over (a)'s (``--winner-lr``).
 All three train MiniLM-L6 on the same training snippets, one pass: by default the whole training split
 (11,808 snippets: one epoch; ``--samples N`` takes the first N of the fixed shuffle when an epoch of the
 baseline would take over 25 minutes), learning rate ``--lr`` with linear decay, seed 0. The clock runs from the start of the child
@@ -79,8 +80,10 @@ def ortnb_variant(options) -> dict:
 
     winner = ortnb.RunConfig.from_json(options.winner)
     started = time.perf_counter()
-    steps = -(-options.samples // (winner.batch_size * winner.num_processes))
-    config = winner.replace(max_steps=steps, learning_rate=options.lr, warmup_steps=min(5, steps - 1), seed=0,
+    global_batch = winner.batch_size * winner.num_processes
+    steps = -(-options.samples // global_batch)
+    config = winner.replace(max_steps=steps, learning_rate=scaled_lr(options, global_batch),
+                            warmup_steps=min(5, steps - 1), seed=0,
                             output_dir=str(Path(options.work) / "ortnb-runs"), name="tuned winner")
     run = ortnb.launch(config)
     status = run.wait()
@@ -95,7 +98,13 @@ def ortnb_variant(options) -> dict:
             "final_train_loss": summary["final_loss"], "run_dir": str(run.run_dir)}
 
 
-def accuracy(model, tokenizer, batch: int = 64) -> float:
+def scaled_lr(options, global_batch: int) -> float:
+    """The learning rate for the winner's global batch: a larger batch makes fewer optimizer steps over the same
+    samples, so with ``--winner-lr sqrt`` the rate grows with the square root of the batch ratio (against (a)
+    and (b)'s batch), the usual rule for Adam; ``same`` keeps ``--lr``."""
+    if options.winner_lr == "same":
+        return options.lr
+    return options.lr * (global_batch / options.batch) ** 0.5
     """Accuracy on the fixed 1,000-snippet validation split (PyTorch, fp32, not timed)."""
     import torch
 
@@ -135,7 +144,8 @@ def tuned_winner(options) -> tuple[Path, dict]:
 
 def run_child(name: str, options) -> dict:
     argv = [sys.executable, __file__, "--child", name, "--samples", str(options.samples), "--lr", str(options.lr),
-            "--batch", str(options.batch), "--work", options.work, "--winner", str(options.winner or "")]
+            "--batch", str(options.batch), "--work", options.work, "--winner", str(options.winner or ""),
+            "--winner-lr", options.winner_lr]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     started = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
@@ -154,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=180.0, help="ortnb.tune's budget for (c)")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--winner", help="a RunConfig JSON to use for (c) instead of ortnb.tune")
+    parser.add_argument("--winner-lr", choices=("sqrt", "same"), default="sqrt",
+                        help="(c)'s learning rate: scaled by sqrt(its global batch / --batch), or the same --lr")
     parser.add_argument("--work", default="/tmp/ortnb-time-to-accuracy")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "time-to-accuracy.json")
     parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
@@ -167,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     variants = options.variants.split(",")
     record = {"command": "python " + " ".join(sys.argv), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
               "model": MODEL, "dataset": DATASET, "samples": options.samples, "lr": options.lr,
-              "batch_a_b": options.batch, "repeats": options.repeats, "machine": machine(), "versions": versions(),
+              "batch_a_b": options.batch, "winner_lr": options.winner_lr, "repeats": options.repeats,
+              "machine": machine(), "versions": versions(),
               "runs": []}
     if "ortnb" in variants and not options.winner:
         options.winner, record["tune"] = tuned_winner(options)
