@@ -105,6 +105,9 @@ def scaled_lr(options, global_batch: int) -> float:
     if options.winner_lr == "same":
         return options.lr
     return options.lr * (global_batch / options.batch) ** 0.5
+
+
+def accuracy(model, tokenizer, batch: int = 64) -> float:
     """Accuracy on the fixed 1,000-snippet validation split (PyTorch, fp32, not timed)."""
     import torch
 
