@@ -134,6 +134,7 @@ def summarize(records: list[dict], warmup_steps: int) -> dict:
         "samples_per_s": _median(r["samples_per_s"] for r in measured),
         "samples_per_s_iqr": _iqr([r["samples_per_s"] for r in measured]),
         "tokens_per_s": _median(r["tokens_per_s"] for r in measured),
+        "tokens_per_s_iqr": _iqr([r["tokens_per_s"] for r in measured if r.get("tokens_per_s") is not None]),
         "real_tokens_per_s": _median(r.get("real_tokens_per_s") for r in measured),
         "padding_fraction": padding_fraction(measured),
         "step_time_s": _median(r["step_time"] for r in measured),

@@ -82,6 +82,17 @@ def test_noise_warning_above_15_percent_of_the_median():
     assert [r["noisy"] for r in present.comparison_rows(state)] == [False, True]
 
 
+def test_batches_of_varying_length_are_not_called_noisy_when_the_work_per_second_is_steady():
+    state = DashboardState()
+    steady = {**summary(10.0, spread=4.0), "tokens_per_s": 300.0, "tokens_per_s_iqr": 15.0}
+    shaky = {**summary(10.0, spread=0.5), "tokens_per_s": 300.0, "tokens_per_s_iqr": 60.0}
+    finished(state, "/runs/a", result=steady)
+    finished(state, "/runs/b", result=shaky)
+    for run_id in state.runs:
+        state.add_to_comparison(run_id)
+    assert [r["noisy"] for r in present.comparison_rows(state)] == [False, True]
+
+
 def test_different_workloads_are_refused_with_the_reason():
     from ortnb.comparison import workload_problems
 

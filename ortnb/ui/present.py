@@ -186,7 +186,7 @@ def comparison_rows(state: DashboardState) -> list[dict]:
         rows.append({"id": run_id, "label": entry.label, "colour": entry.colour, "engine": s.get("engine") or "none",
                      "status": entry.status, "samples_per_s": median, "spread": spread,
                      "steps_measured": s.get("steps_measured") or 0, "too_few": too_few,
-                     "noisy": bool(not too_few and spread is not None and spread > NOISE_LIMIT * median),
+                     "noisy": bool(not too_few and (relative_spread(s) or 0.0) > NOISE_LIMIT),
                      "peak_rss_mb": s.get("peak_rss_mb"), "optimizer_state_mb": s.get("optimizer_state_mb"),
                      "final_loss": s.get("final_loss"), "mfu": s.get("mfu"), "first_step_s": s.get("first_step_s"),
                      "real_tokens_per_s": s.get("real_tokens_per_s"),
@@ -200,6 +200,16 @@ def comparison_rows(state: DashboardState) -> list[dict]:
     for row in rows:
         row["text"] = speedup_text(row)
     return rows
+
+
+def relative_spread(summary: dict) -> float | None:
+    """How much a run's speed varied from step to step, as a share of its median. Judged on padded tokens/s
+    when the run has it: with per-batch padding each step's samples/s follows its batch's length, while the
+    work done per second stays steady, so only that shows real noise."""
+    for value, spread in (("tokens_per_s", "tokens_per_s_iqr"), ("samples_per_s", "samples_per_s_iqr")):
+        if summary.get(value) and summary.get(spread) is not None:
+            return summary[spread] / summary[value]
+    return None
 
 
 def speedup_text(row: dict) -> str:
