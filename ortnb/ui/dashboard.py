@@ -9,6 +9,7 @@ stays free: other cells run while a run trains.
 
 from __future__ import annotations
 
+import html
 import threading
 import time
 from typing import Callable
@@ -320,7 +321,7 @@ class Dashboard(FindFastest):
             for (key, _), text in zip(present.TABLE_COLUMNS, present.table_cells(row)):
                 kind = "" if key in ("label", "engine", "speedup") else " ortnb-number"
                 swatch = f"<span class='ortnb-swatch' style='background:{row['colour']}'></span>" if key == "label" else ""
-                cells.append(w.HTML(f"<div class='ortnb-cell{kind}'>{swatch}{_escape(text)}</div>"))
+                cells.append(w.HTML(f"<div class='ortnb-cell{kind}'>{swatch}{html.escape(text)}</div>"))
             remove = w.Button(icon="times", tooltip=f"remove {row['label']} from the comparison",
                               layout=w.Layout(width="30px", height="24px"))
             remove.on_click(lambda _b, run_id=row["id"]: self.remove_from_comparison(run_id))
@@ -359,11 +360,6 @@ class Dashboard(FindFastest):
     def __repr__(self) -> str:
         return f"Dashboard(runs={len(self.state.runs)}, status={present.status_text(self.state.latest)!r})"
 
-
-def _escape(text: str) -> str:
-    import html
-
-    return html.escape(text)
 
 
 def _figure_widget(figure):

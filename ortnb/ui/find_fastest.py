@@ -6,6 +6,7 @@ owns one behaviour. The search's progress and result live in ``state.Search``; `
 
 from __future__ import annotations
 
+import html
 import threading
 
 from ..config import RunConfig
@@ -85,7 +86,7 @@ class FindFastest:
         self.bar.value = self.bar.max if search.done else min(int(event.get("candidate") or 0), self.bar.max)
         self.bar.bar_style = "danger" if search.error else "success" if search.done else "info"
         self.progress_text.value = (f"<span class='ortnb-progress-text'>"
-                                    f"{_escape(present.search_text(search, self.clock()))}</span>")
+                                    f"{html.escape(present.search_text(search, self.clock()))}</span>")
 
 
 
@@ -95,8 +96,3 @@ def json_rows(table) -> list[dict]:
 
     return json.loads(table.to_json(orient="records")) if table is not None else []
 
-
-def _escape(text: str) -> str:
-    import html
-
-    return html.escape(text)
