@@ -7,6 +7,7 @@ import html
 import re
 
 from ..config import RunConfig
+from ..data import padding_plan
 from ..validation import CHOICE_FIELDS, Problem
 
 FORM_FIELDS = ("model", "dataset", "backend", "optim", "precision", "zero1", "num_processes", "batch_size",
@@ -33,8 +34,9 @@ def form_values(cfg: RunConfig) -> dict:
     will use them (None means longest and grouped for classification)."""
     values = {name: getattr(cfg, name) for name in FORM_FIELDS if name != "zero1"}
     values["zero1"] = cfg.zero_stage == 1
-    values["padding"] = cfg.padding or "longest"
-    values["length_grouping"] = values["padding"] == "longest" if cfg.length_grouping is None else cfg.length_grouping
+    # The classification meaning, also for a causal LM, whose rows the panel then shows as moot (disabled).
+    values["padding"], values["length_grouping"] = padding_plan(cfg.padding, cfg.length_grouping,
+                                                                "sequence-classification")
     return values
 
 
