@@ -1,0 +1,44 @@
+"""On-device training: a fine-tuned model becomes ONNX Runtime training artifacts, and training goes on
+with ``onnxruntime.training.api`` alone, in a process that never imports PyTorch.
+
+Offline, with PyTorch (``export_artifacts``)::
+
+    artifacts = ortnb.edge.export_artifacts(run.run_dir, "edge/minilm", trainable="head")
+
+On the device, without PyTorch (``train``; the run streams the same metrics.jsonl as any other run)::
+
+    run = ortnb.edge.train("edge/minilm", "reviews.jsonl", steps=50, batch_size=16, learning_rate=1e-3)
+
+Files: ``artifacts.py`` (the offline half), ``fixes.py`` (what onnx 1.23 and torch 2.13 break in ORT
+1.19.2's artifact generation), ``trainable.py`` (which weights train), ``manifest.py`` (what the device
+needs to know about the graphs), ``batches.py`` and ``loop.py`` (the torch-free half), ``run.py``
+(train() and EdgeRun), ``worker.py`` (the process that trains), ``weights.py`` (back to PyTorch).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_LAZY = {
+    "export_artifacts": "ortnb.edge.artifacts",
+    "Artifacts": "ortnb.edge.artifacts",
+    "train": "ortnb.edge.run",
+    "EdgeRun": "ortnb.edge.run",
+    "EdgeConfig": "ortnb.edge.run",
+    "to_pytorch": "ortnb.edge.weights",
+    "Manifest": "ortnb.edge.manifest",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'ortnb.edge' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__
