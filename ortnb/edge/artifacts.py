@@ -9,12 +9,15 @@ gradient graph for the trainable weights only (``generate_artifacts``).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib.metadata
 import inspect
 import io
+import os
 import re
 import shutil
+import sys
 import tempfile
 import warnings
 from dataclasses import dataclass
@@ -208,12 +211,15 @@ def _generate(graph, chosen, frozen, loss, optimizer, folder: Path) -> None:
     import onnxruntime
     from onnxruntime.training import artifacts
 
-    onnxruntime.set_default_logger_severity(3)  # the gradient builder logs every graph transformer otherwise
+    onnxruntime.set_default_logger_severity(3)
     try:
-        artifacts.generate_artifacts(graph, requires_grad=chosen, frozen_params=frozen,
-                                     loss=getattr(artifacts.LossType, LOSSES[loss]),
-                                     optimizer=getattr(artifacts.OptimType, OPTIMIZERS[optimizer]),
-                                     artifact_directory=str(folder))
+        with _quiet_native_stderr():  # the gradient builder logs every graph transformer at INFO, whatever the severity
+            artifacts.generate_artifacts(graph, requires_grad=chosen, frozen_params=frozen,
+                                         loss=getattr(artifacts.LossType, LOSSES[loss]),
+                                         optimizer=getattr(artifacts.OptimType, OPTIMIZERS[optimizer]),
+                                         artifact_directory=str(folder),
+                                         # the loss comes first, then logits: accuracy on the device needs them
+                                         additional_output_names=["logits"])
     except RuntimeError as error:
         found = NO_GRADIENT.search(str(error))
         if not found:
@@ -222,6 +228,31 @@ def _generate(graph, chosen, frozen, loss, optimizer, folder: Path) -> None:
                           "which lies between the trainable weights and the loss. Train only weights after it: "
                           "trainable=\"head\" or \"last_layers:N\" with fewer layers (or replace that op in the "
                           "model)") from None
+
+
+@contextlib.contextmanager
+def _quiet_native_stderr():
+    """Send what C++ writes to file descriptor 2 to a scratch file; its tail is printed if generation fails."""
+    try:
+        saved = os.dup(2)
+    except OSError:  # no descriptor 2 (some embedded front-ends): nothing to quiet
+        yield
+        return
+    with tempfile.TemporaryFile() as scratch:
+        os.dup2(scratch.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            os.dup2(saved, 2)
+            scratch.seek(0)
+            tail = scratch.read()[-2000:].decode(errors="replace").strip()
+            lines = [line for line in tail.splitlines() if "[I:onnxruntime" not in line]
+            if lines:
+                print("\n".join(lines), file=sys.stderr)
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _fix_written(folder: Path) -> list[str]:

@@ -1,0 +1,154 @@
+"""The device's data: rows read without PyTorch or transformers, encoded for the graph's inputs, and
+served in batches padded to their longest row. Each step's batch follows from (seed, step) alone, so a
+resumed run sees the data it would have seen without the break."""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError
+from .manifest import Manifest
+
+TEXT_COLUMNS = ("text", "sentence")
+LABEL_COLUMNS = ("label", "labels")
+PAD_TO_MULTIPLE = 8  # as ortnb's other runs pad: fewer distinct shapes for ORT to plan
+
+
+def read_rows(dataset) -> list[dict]:
+    """Rows from a .jsonl/.json/.csv path, a list of dicts, a dict of columns or a pandas DataFrame."""
+    if isinstance(dataset, (str, Path)):
+        return _read_file(Path(dataset).expanduser())
+    if hasattr(dataset, "to_dict") and hasattr(dataset, "columns"):  # pandas
+        return dataset.to_dict("records")
+    if hasattr(dataset, "column_names") and hasattr(dataset, "to_list"):  # datasets.Dataset
+        return dataset.to_list()
+    if isinstance(dataset, dict):
+        columns = {k: list(v) for k, v in dataset.items()}
+        lengths = {len(v) for v in columns.values()}
+        if len(lengths) > 1:
+            raise ConfigError(f"dataset: the columns have different lengths ({sorted(lengths)})")
+        return [dict(zip(columns, values)) for values in zip(*columns.values())]
+    if isinstance(dataset, list) and all(isinstance(row, dict) for row in dataset):
+        return dataset
+    raise ConfigError(f"dataset: pass a .jsonl/.json/.csv path, a list of dicts, a dict of columns or a DataFrame, "
+                      f"not {type(dataset).__name__}")
+
+
+def _read_file(path: Path) -> list[dict]:
+    if not path.is_file():
+        raise ConfigError(f"dataset: no file {str(path)!r}")
+    if path.suffix == ".csv":
+        with open(path, newline="", encoding="utf-8") as handle:
+            return list(csv.DictReader(handle))
+    if path.suffix == ".json":
+        rows = json.loads(path.read_text(encoding="utf-8"))
+        return read_rows(rows)
+    if path.suffix != ".jsonl":
+        raise ConfigError(f"dataset: {path.name} is not .jsonl, .json or .csv")
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except ValueError as error:
+                raise ConfigError(f"dataset: line {number} of {path.name} is not JSON ({error})") from None
+    return rows
+
+
+@dataclass
+class Encoded:
+    """Token ids per row (unpadded) and labels."""
+
+    ids: list[np.ndarray]
+    labels: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def encode(rows: list[dict], info: Manifest, tokenizer_path: Path | None, what: str = "dataset") -> Encoded:
+    """Check the columns against the graph's inputs, then tokenize (text) or take ids as given."""
+    if not rows:
+        raise ConfigError(f"{what} is empty: it needs at least one row")
+    columns = set(rows[0])
+    label = next((c for c in LABEL_COLUMNS if c in columns), None)
+    text = next((c for c in TEXT_COLUMNS if c in columns), None)
+    if label is None or (text is None and "input_ids" not in columns):
+        raise ConfigError(
+            f"{what} has columns {sorted(columns)}, which do not match the graph: its inputs are "
+            f"{', '.join(info.inputs)} and {info.label_input}. Give a text column ({' or '.join(TEXT_COLUMNS)}) "
+            f"or input_ids, and a label column ({' or '.join(LABEL_COLUMNS)})")
+    labels = _labels([row.get(label) for row in rows], info, what)
+    if text is not None:
+        ids = _tokenize([str(row.get(text, "")) for row in rows], info, tokenizer_path, what)
+    else:
+        ids = [np.asarray(row["input_ids"], dtype=np.int64)[:info.seq_len] for row in rows]
+    return Encoded(ids, labels)
+
+
+def _labels(values: list, info: Manifest, what: str) -> np.ndarray:
+    names = {str(name): int(index) for index, name in info.id2label.items()}
+    out = []
+    for number, value in enumerate(values, 1):
+        if isinstance(value, str) and value in names:
+            value = names[value]
+        elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < info.num_labels:
+            known = ", ".join(names) if names else f"0 to {info.num_labels - 1}"
+            raise ConfigError(f"{what}: row {number} has label {value!r}; the model's labels are {known}")
+        out.append(int(value))
+    return np.asarray(out, dtype=np.int64)
+
+
+def _tokenize(texts: list[str], info: Manifest, tokenizer_path: Path | None, what: str) -> list[np.ndarray]:
+    if tokenizer_path is None or not tokenizer_path.exists():
+        raise ConfigError(f"{what} holds text, but the artifacts have no tokenizer.json: export them with "
+                          "tokenizer=..., or give input_ids instead of text")
+    from tokenizers import Tokenizer  # Rust, no PyTorch: what an app would ship too
+
+    tokenizer = Tokenizer.from_file(str(tokenizer_path))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(info.seq_len)
+    return [np.asarray(e.ids, dtype=np.int64) for e in tokenizer.encode_batch(texts)]
+
+
+class Batches:
+    """Batch ``step`` (1-based) of a seeded shuffle, epoch after epoch."""
+
+    def __init__(self, data: Encoded, batch_size: int, seed: int, pad_id: int):
+        self.data, self.batch_size, self.seed, self.pad_id = data, batch_size, seed, pad_id
+
+    def indices(self, step: int) -> np.ndarray:
+        n = len(self.data)
+        start = (step - 1) * self.batch_size
+        picked = []
+        while len(picked) < self.batch_size:
+            epoch, offset = divmod(start + len(picked), n)
+            order = np.random.default_rng([self.seed, epoch]).permutation(n)
+            picked.extend(order[offset:offset + self.batch_size - len(picked)])
+        return np.asarray(picked)
+
+    def batch(self, step: int) -> tuple[dict, np.ndarray]:
+        """({input name: array}, labels) for optimizer step ``step``."""
+        return self.rows(self.indices(step))
+
+    def rows(self, chosen) -> tuple[dict, np.ndarray]:
+        ids, mask = pad([self.data.ids[i] for i in chosen], self.pad_id)
+        return {"input_ids": ids, "attention_mask": mask}, self.data.labels[chosen]
+
+
+def pad(rows: list[np.ndarray], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """(input_ids, attention_mask) padded on the right to the longest row, rounded up to a multiple of 8."""
+    longest = max(len(r) for r in rows)
+    width = -(-longest // PAD_TO_MULTIPLE) * PAD_TO_MULTIPLE
+    ids = np.full((len(rows), width), pad_id, dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    for index, row in enumerate(rows):
+        ids[index, :len(row)], mask[index, :len(row)] = row, 1
+    return ids, mask

@@ -1,0 +1,121 @@
+"""``ortnb.edge.train``: check everything, then train in a process of its own that never imports PyTorch.
+The run folder is an ordinary ortnb run folder: ``ortnb.attach`` reads it, its metrics chart and compare."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..runner import layout, liveness
+from ..runner.launch import Run
+from . import batches, loop, manifest
+from .config import EdgeConfig
+
+
+class EdgeRun(Run):
+    """A Run whose steps ran on ``onnxruntime.training.api``: same status, metrics, summary, stop and wait."""
+
+    config: EdgeConfig
+
+    @property
+    def checkpoint(self) -> Path | None:
+        """The latest checkpoint (weights and optimizer state): pass the run as resume_from to go on."""
+        return loop.latest_checkpoint(self.run_dir)
+
+    @property
+    def inference_model(self) -> Path | None:
+        """The inference ONNX file the run exported when it ended (logits only; no training nodes)."""
+        path = self.run_dir / loop.INFERENCE_MODEL
+        return path if path.exists() else None
+
+    @property
+    def evaluations(self) -> list[dict]:
+        """Each eval event: step, eval_loss, eval_accuracy (before the first step, and at the end)."""
+        return [e for e in self.events if e.get("event") == "eval"]
+
+    def load_model(self):
+        """The trained weights as a PyTorch model (needs torch and transformers, unlike the run itself)."""
+        from .weights import to_pytorch
+
+        return to_pytorch(self)
+
+
+def train(artifacts_dir, dataset, *, steps: int, batch_size: int = 16, learning_rate: float = 1e-4,
+          eval_dataset=None, eval_every: int = 0, save_every: int = 0, resume_from=None, seed: int = 0,
+          warmup_steps: int = 2, threads: int | None = None, output_dir: str = "runs", name: str | None = None,
+          wait: bool = True) -> EdgeRun:
+    """Train the artifacts in ``artifacts_dir`` on ``dataset`` with ONNX Runtime's training API, in a new
+    process that never imports PyTorch. Every problem is raised (ConfigError) before that process starts.
+
+    ``dataset``/``eval_dataset``: a .jsonl/.json/.csv path, a list of dicts, a dict of columns or a DataFrame,
+    with a text (or input_ids) column and a label column. ``resume_from``: an earlier edge run (or its folder,
+    or a checkpoint file); ``steps`` then counts from the start of the first run. ``wait=False`` returns at once.
+    """
+    resume = getattr(resume_from, "run_dir", resume_from)
+    cfg = EdgeConfig(artifacts_dir=str(artifacts_dir), dataset="", steps=steps, batch_size=batch_size,
+                     learning_rate=learning_rate, eval_every=eval_every, save_every=save_every, seed=seed,
+                     warmup_steps=warmup_steps, threads=threads, output_dir=str(output_dir), name=name,
+                     resume_from=str(Path(resume).expanduser().resolve()) if resume else None)
+    cfg.check()
+    folder = manifest.check_folder(cfg.artifacts_dir)
+    info = manifest.Manifest.read(folder)
+    _resume_step(cfg)
+    tokenizer = folder / info.tokenizer if info.tokenizer else None
+    rows = batches.read_rows(dataset)
+    batches.encode(rows, info, tokenizer, "dataset")  # columns, labels, tokenizer: all checked here
+    held_out = batches.read_rows(eval_dataset) if eval_dataset is not None else None
+    if held_out is not None:
+        batches.encode(held_out, info, tokenizer, "eval_dataset")
+    run_dir = layout.new_run_dir(cfg.output_dir, cfg.label)
+    cfg.artifacts_dir, cfg.output_dir = str(folder), str(Path(cfg.output_dir).expanduser().resolve())
+    cfg.dataset = _store(rows, run_dir / "train.jsonl")
+    cfg.eval_dataset = _store(held_out, run_dir / "eval.jsonl") if held_out is not None else None
+    cfg.to_json(run_dir / layout.CONFIG)
+    run = EdgeRun(cfg, run_dir, _start(run_dir))
+    if wait:
+        run.wait()
+        if run.status == "failed":
+            raise RuntimeError(f"the edge run failed ({run_dir}): {run.error}")
+    return run
+
+
+def _resume_step(cfg: EdgeConfig) -> int | None:
+    if not cfg.resume_from:
+        return None
+    source = Path(cfg.resume_from)
+    checkpoint = loop.latest_checkpoint(source) if source.exists() else None
+    if checkpoint is None:
+        raise ConfigError(f"resume_from={cfg.resume_from!r} holds no checkpoint: pass an edge run (or its folder) "
+                          f"that saved one, or one of its {loop.CHECKPOINTS}/step-N files")
+    step = int(checkpoint.name.rpartition("-")[2]) if checkpoint.name.rpartition("-")[2].isdigit() else 0
+    if step >= cfg.steps:
+        raise ConfigError(f"steps={cfg.steps}: the checkpoint {checkpoint.name} is at step {step} already; steps "
+                          f"counts from the first run, so pass steps over {step} to train on")
+    return step
+
+
+def _store(rows: list[dict], path: Path) -> str:
+    """The rows as JSON lines in the run folder: the worker reads only files, and the run stays reproducible."""
+    with open(path, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, default=_plain) + "\n")
+    return str(path)
+
+
+def _plain(value):
+    return value.tolist() if hasattr(value, "tolist") else str(value)
+
+
+def _start(run_dir: Path) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    with open(run_dir / layout.LOG, "ab") as log:
+        process = subprocess.Popen([sys.executable, "-m", "ortnb.edge.worker", str(run_dir)], stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True, cwd=os.getcwd(), env=env)
+    liveness.record_process(run_dir, "supervisor", process.pid)
+    threading.Thread(target=process.wait, name="ortnb-edge-reaper", daemon=True).start()
+    return process
