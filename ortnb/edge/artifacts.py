@@ -34,6 +34,7 @@ OPTIMIZERS = {"adamw": "AdamW", "sgd": "SGD"}
 # node and fixes.layer_norm_saved_outputs mends its gradient.
 DEFAULT_OPSET = 15
 OPSETS = range(14, 21)
+ADAM_EPSILON = 1e-8  # transformers.TrainingArguments' adam_epsilon (see _optimizer_block)
 # protobuf's limit: artifacts cannot keep weights in external data files (ORT 1.19.2 training API).
 MAX_MODEL_BYTES = 2 * 1024**3
 NO_GRADIENT = re.compile(r"gradient builder has not been registered: (?P<op>\w+) for node (?P<node>\S+)")
@@ -216,7 +217,7 @@ def _generate(graph, chosen, frozen, loss, optimizer, folder: Path) -> None:
         with _quiet_native_stderr():  # the gradient builder logs every graph transformer at INFO, whatever the severity
             artifacts.generate_artifacts(graph, requires_grad=chosen, frozen_params=frozen,
                                          loss=getattr(artifacts.LossType, LOSSES[loss]),
-                                         optimizer=getattr(artifacts.OptimType, OPTIMIZERS[optimizer]),
+                                         optimizer=_optimizer_block(optimizer),
                                          artifact_directory=str(folder),
                                          # the loss comes first, then logits: accuracy on the device needs them
                                          additional_output_names=["logits"])
@@ -228,6 +229,15 @@ def _generate(graph, chosen, frozen, loss, optimizer, folder: Path) -> None:
                           "which lies between the trainable weights and the loss. Train only weights after it: "
                           "trainable=\"head\" or \"last_layers:N\" with fewer layers (or replace that op in the "
                           "model)") from None
+
+
+def _optimizer_block(name: str):
+    """ORT's optimizer graph. AdamW runs in ORT's HF mode, which adds epsilon before the bias correction of
+    the second moment; with ORT's default epsilon (1e-6) that shrinks early updates of weights with small
+    gradients about tenfold next to torch.optim.AdamW. Trainer's default epsilon (1e-8) makes the two agree."""
+    from onnxruntime.training import onnxblock
+
+    return onnxblock.optim.AdamW(eps=ADAM_EPSILON, weight_decay=0.0) if name == "adamw" else onnxblock.optim.SGD()
 
 
 @contextlib.contextmanager

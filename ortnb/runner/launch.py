@@ -263,6 +263,12 @@ def attach(run_dir: str | Path) -> Run:
     if not config.exists():
         raise FileNotFoundError(f"{run_dir} is not a run folder: it holds no {layout.CONFIG}. Pass a folder that "
                                 "launch() or `ortnb run` created (it prints it; run.run_dir holds it).")
+    from ..edge.config import EdgeConfig, is_edge_folder
+
+    if is_edge_folder(run_dir):  # trained by ortnb.edge.train on ONNX Runtime's training API
+        from ..edge.run import EdgeRun
+
+        return EdgeRun(EdgeConfig.from_json(config), run_dir, None)
     return Run(RunConfig.from_json(config), run_dir, None)
 
 

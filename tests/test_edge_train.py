@@ -1,0 +1,183 @@
+"""ortnb.edge end to end on tiny-bert artifacts and real Rotten Tomatoes text: the loss falls in a process
+without PyTorch, checkpoints round-trip with their optimizer state, a resumed run counts on, and the inference
+model, the training API's eval mode and PyTorch agree."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from ortnb import assets
+from ortnb.edge import batches, loop
+from ortnb.edge.manifest import Manifest
+
+from .conftest import tiny_bert
+
+pytestmark = pytest.mark.slow
+api = pytest.importorskip("onnxruntime.training.api")
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(assets.MODELS["minilm"].locate())
+
+
+@pytest.fixture(scope="module")
+def model(tokenizer):
+    return tiny_bert(vocab_size=tokenizer.vocab_size)  # dropout 0: parity is exact up to float error
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory, model, tokenizer):
+    from ortnb.edge import export_artifacts
+
+    folder = tmp_path_factory.mktemp("edge") / "all"
+    result = export_artifacts(model, folder, trainable="all", tokenizer=tokenizer, seq_len=64)
+    assert result.trainable_parameters == sum(p.numel() for p in model.parameters())
+    assert result.frozen_parameters == 0
+    return folder
+
+
+@pytest.fixture(scope="module")
+def rows():
+    frame = assets.rotten_tomatoes_frame()
+    return frame.iloc[:16].to_dict("records"), frame.iloc[1000:1064].to_dict("records")
+
+
+@pytest.fixture(scope="module")
+def run(artifacts, rows, tmp_path_factory):
+    from ortnb.edge import train
+
+    train_rows, held_out = rows
+    return train(artifacts, train_rows, steps=20, batch_size=16, learning_rate=3e-3, eval_dataset=held_out,
+                 save_every=10, output_dir=tmp_path_factory.mktemp("runs"))
+
+
+def test_the_loss_falls_without_pytorch(run):
+    assert run.status == "completed"
+    losses = run.metrics["loss"].tolist()
+    assert len(losses) == 20 and run.metrics["step"].tolist() == list(range(1, 21))
+    assert np.mean(losses[-5:]) < 0.8 * np.mean(losses[:5]), losses
+    engine = run.summary()
+    assert engine["engine"] == "onnxruntime-training-api" and engine["samples_per_s"] > 0
+    report = [e for e in run.events if e["event"] == "engine"][-1]
+    assert report["torch_loaded"] is False  # "torch" not in sys.modules at the end of the run
+    assert "training_api_without_torch" in report["fixes"]  # the package was entered the torch-free way
+    assert [e["step"] for e in run.evaluations] == [0, 20]
+
+
+def test_an_edge_run_reads_like_any_run(run):
+    import ortnb
+    from ortnb import comparison
+
+    again = ortnb.attach(run.run_dir)
+    assert type(again).__name__ == "EdgeRun" and again.status == "completed"
+    assert again.metrics["loss"].tolist() == run.metrics["loss"].tolist()
+    table = comparison.table([[run.summary()]])
+    assert table.loc[0, "engine"] == "onnxruntime-training-api" and table.loc[0, "status"] == "completed"
+
+
+def test_first_step_loss_equals_pytorch(run, artifacts, model, rows):
+    """Step 1 ran on the untrained weights: PyTorch's loss on that same batch matches the recorded one."""
+    info = Manifest.read(artifacts)
+    encoded = batches.encode(rows[0], info, artifacts / info.tokenizer)
+    inputs, labels = batches.Batches(encoded, 16, 0, info.pad_token_id).batch(1)
+    with torch.no_grad():
+        logits = model(input_ids=torch.from_numpy(inputs["input_ids"]),
+                       attention_mask=torch.from_numpy(inputs["attention_mask"])).logits
+        expected = torch.nn.functional.cross_entropy(logits, torch.from_numpy(labels)).item()
+    assert run.metrics["loss"].iloc[0] == pytest.approx(expected, abs=1e-4)
+
+
+def test_three_way_parity_after_training(run, artifacts, rows):
+    """The exported inference model, the training API's eval mode and PyTorch with the trained weights
+    copied back agree on logits within 1e-4."""
+    import onnxruntime
+
+    info = Manifest.read(artifacts)
+    encoded = batches.encode(rows[1][:16], info, artifacts / info.tokenizer)
+    inputs, labels = batches.Batches(encoded, 16, 0, info.pad_token_id).rows(np.arange(16))
+    session = onnxruntime.InferenceSession(str(run.inference_model), providers=["CPUExecutionProvider"])
+    inference = session.run(["logits"], inputs)[0]
+
+    state = api.CheckpointState.load_checkpoint(str(run.checkpoint))
+    module = api.Module(str(artifacts / "training_model.onnx"), state, str(artifacts / "eval_model.onnx"))
+    module.eval()
+    _, evaluated = module(inputs["input_ids"], inputs["attention_mask"], labels)
+
+    trained = run.load_model()
+    with torch.no_grad():
+        pytorch = trained(**{k: torch.from_numpy(v) for k, v in inputs.items()}).logits.numpy()
+    untrained = Manifest.read(artifacts)  # the weights did move: the agreement is not the trivial one
+    assert untrained.trainable_parameters > 0
+    assert np.abs(inference - evaluated).max() < 1e-4
+    assert np.abs(inference - pytorch).max() < 1e-4
+    assert np.abs(pytorch - _logits_of(artifacts, inputs)).max() > 1e-3
+
+
+def _logits_of(artifacts, inputs):
+    from ortnb.edge import to_pytorch
+
+    with torch.no_grad():
+        return to_pytorch(artifacts)(**{k: torch.from_numpy(v) for k, v in inputs.items()}).logits.numpy()
+
+
+def test_checkpoint_round_trip(run, artifacts, tmp_path, rows):
+    """Saved and loaded again: the same parameters, and the same next-step loss and update."""
+    info = Manifest.read(artifacts)
+    encoded = batches.encode(rows[0], info, artifacts / info.tokenizer)
+    inputs, labels = batches.Batches(encoded, 8, 0, info.pad_token_id).batch(21)
+    first = api.CheckpointState.load_checkpoint(str(run.checkpoint))
+    api.CheckpointState.save_checkpoint(first, str(tmp_path / "again"), include_optimizer_state=True)
+    second = api.CheckpointState.load_checkpoint(str(tmp_path / "again"))
+    names = list(info.trainable)
+    assert all(np.array_equal(first.parameters[n].data, second.parameters[n].data) for n in names)
+    results = []
+    for state in (first, second):
+        session = loop.Session(api, state, api.Module(str(artifacts / "training_model.onnx"), state,
+                                                      str(artifacts / "eval_model.onnx")), None, info, 20)
+        session.optimizer = api.Optimizer(str(artifacts / "optimizer_model.onnx"), session.module)
+        loss, _ = loop.train_step(session, inputs, labels, 1e-3)
+        results.append((loss, state.parameters[names[-1]].data.copy()))
+    assert results[0][0] == results[1][0]
+    assert np.array_equal(results[0][1], results[1][1])  # the optimizer's moments came back too
+
+
+def test_resume_counts_on_and_repeats_the_same_steps(run, artifacts, rows, tmp_path):
+    """Resumed from the step-10 checkpoint, steps 11 to 20 are the first run's steps again: same batches,
+    learning rates and optimizer state, so the same losses."""
+    from ortnb.edge import train
+
+    step10 = run.run_dir / loop.CHECKPOINTS / "step-10"
+    assert step10.exists()
+    resumed = train(artifacts, rows[0], steps=20, batch_size=16, learning_rate=3e-3, resume_from=step10,
+                    output_dir=tmp_path)
+    assert resumed.metrics["step"].tolist() == list(range(11, 21))
+    np.testing.assert_allclose(resumed.metrics["loss"], run.metrics["loss"].iloc[10:], rtol=0, atol=2e-4)  # threads reorder sums
+    assert resumed.checkpoint.name == "step-20"
+
+
+def test_a_stopped_run_keeps_its_checkpoint_and_metrics(artifacts, rows, tmp_path):
+    from ortnb.edge import train
+
+    live = train(artifacts, rows[0], steps=100000, batch_size=4, learning_rate=1e-4, output_dir=tmp_path,
+                 wait=False)
+    deadline = time.monotonic() + 120
+    while len(live.metrics) < 5 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert live.status == "running"
+    os.kill(live._process.pid, signal.SIGINT)  # Ctrl-C in a terminal: end after this step, with a checkpoint
+    assert live.wait(timeout=60) == "stopped"
+    last = int(live.metrics["step"].iloc[-1])
+    assert live.checkpoint.name == f"step-{last}"
+    assert live.inference_model is not None and live.bad_lines == 0
+    again = train(artifacts, rows[0], steps=last + 3, batch_size=4, learning_rate=1e-4, resume_from=live,
+                  output_dir=tmp_path)
+    assert again.metrics["step"].tolist() == [last + 1, last + 2, last + 3]
