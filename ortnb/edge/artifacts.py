@@ -256,7 +256,7 @@ def _quiet_native_stderr():
             os.dup2(saved, 2)
             scratch.seek(0)
             tail = scratch.read()[-2000:].decode(errors="replace").strip()
-            lines = [line for line in tail.splitlines() if "[I:onnxruntime" not in line]
+            lines = [line for line in tail.splitlines() if "[E:onnxruntime" in line or "[W:onnxruntime" in line]
             if lines:
                 print("\n".join(lines), file=sys.stderr)
             raise
