@@ -436,6 +436,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--runs", default=None, help="keep the measurement runs in this folder (default: deleted)")
     tune.add_argument("--cache-dir", default=None, help="default ~/.cache/ortnb/tune ($ORTNB_CACHE/tune)")
     tune.set_defaults(run=cmd_tune)
+    from .edge.cli import add_commands
+
+    add_commands(commands)
     return parser
 
 

@@ -165,3 +165,27 @@ def test_resume_needs_a_checkpoint(tmp_path, artifacts):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert "holds no checkpoint" in refused(tmp_path, artifacts, resume_from=empty)
+
+
+def test_cli_refuses_bad_input_with_exit_2(tmp_path, artifacts, capsys):
+    from ortnb.cli import main
+
+    assert main(["edge", "train", str(artifacts), str(tmp_path / "none.jsonl"), "--steps", "3",
+                 "--runs", str(tmp_path / "runs")]) == 2
+    assert "no file" in capsys.readouterr().err and not (tmp_path / "runs").exists()
+    assert main(["edge", "export", str(tmp_path / "nowhere"), str(tmp_path / "out")]) == 2
+    assert "no folder" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_cli_trains_and_reports(tmp_path, artifacts, capsys):
+    import json
+
+    from ortnb.cli import main
+
+    data = tmp_path / "rows.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in ROWS * 4))
+    assert main(["edge", "train", str(artifacts), str(data), "--steps", "3", "--batch-size", "4",
+                 "--eval", str(data), "--runs", str(tmp_path / "runs")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("step ") >= 3 and "eval at step 3" in out and "completed; engine onnxruntime-training-api" in out

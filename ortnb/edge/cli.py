@@ -1,0 +1,95 @@
+"""``ortnb edge export`` and ``ortnb edge train``: the two halves of on-device training from a shell."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def cmd_export(options: argparse.Namespace) -> int:
+    """Turn a fine-tuned sequence classifier into ONNX Runtime training artifacts."""
+    from ..errors import ConfigError
+    from .artifacts import export_artifacts
+
+    trainable = options.trainable.split(",") if "," in options.trainable or "." in options.trainable \
+        else options.trainable
+    try:
+        result = export_artifacts(options.model, options.out, trainable=trainable, loss=options.loss,
+                                  optimizer=options.optimizer, seq_len=options.seq_len, opset=options.opset)
+    except (ConfigError, FileNotFoundError) as error:
+        print(f"ortnb edge export: {error}", file=sys.stderr)
+        return 2
+    print(f"ortnb edge export: {result}")
+    for name, size in result.files.items():
+        print(f"  {name:<22} {size / 1e6:9.2f} MB")
+    return 0
+
+
+def cmd_train(options: argparse.Namespace) -> int:
+    """Train artifacts on a .jsonl/.json/.csv file with ONNX Runtime's training API, without PyTorch."""
+    from ..cli import format_step
+    from ..errors import ConfigError
+    from ..metrics import steps
+    from .run import train
+
+    try:
+        run = train(options.artifacts, options.data, steps=options.steps, batch_size=options.batch_size,
+                    learning_rate=options.lr, eval_dataset=options.eval, eval_every=options.eval_every,
+                    save_every=options.save_every, resume_from=options.resume, seed=options.seed,
+                    output_dir=options.runs, wait=False)
+    except (ConfigError, FileNotFoundError) as error:
+        print(f"ortnb edge train: {error}", file=sys.stderr)
+        return 2
+    print(f"ortnb edge train: {run.run_dir}")
+    printed = 0
+    try:
+        while not run.done:
+            new = steps(run.records())[printed:]
+            for record in new:
+                print(format_step(record), flush=True)
+            printed += len(new)
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        print("ortnb edge train: stopping (checkpointing first)...", flush=True)
+        run.stop()
+    for record in steps(run.records())[printed:]:
+        print(format_step(record), flush=True)
+    run.wait()
+    for evaluation in run.evaluations:
+        print(f"eval at step {evaluation['step']}: loss {evaluation['eval_loss']:.4f}, "
+              f"accuracy {evaluation['eval_accuracy']:.3f} on {evaluation['eval_samples']} rows")
+    print(f"ortnb edge train: {run.status}; engine {run.summary()['engine']}; checkpoint {run.checkpoint}; "
+          f"inference model {run.inference_model}")
+    if run.status == "failed":
+        print(run.error, file=sys.stderr)
+    return 0 if run.status in ("completed", "stopped") else 1
+
+
+def add_commands(commands) -> None:
+    edge = commands.add_parser("edge", help="on-device training: export artifacts, train them without PyTorch")
+    sub = edge.add_subparsers(dest="edge_command", required=True)
+    export = sub.add_parser("export", help=cmd_export.__doc__, description=cmd_export.__doc__)
+    export.add_argument("model", help="a save_pretrained folder, a Trainer output_dir or an ortnb run folder")
+    export.add_argument("out", help="the artifacts folder to write")
+    export.add_argument("--trainable", default="head",
+                        help="head, last_layers:N, all, or comma-separated PyTorch parameter names (default head)")
+    export.add_argument("--loss", default="cross_entropy", help="cross_entropy, mse, bce_with_logits or l1")
+    export.add_argument("--optimizer", default="adamw", help="adamw or sgd")
+    export.add_argument("--seq-len", type=int, default=128)
+    export.add_argument("--opset", type=int, default=None, help="14 to 20 (default 15)")
+    export.set_defaults(run=cmd_export)
+    train = sub.add_parser("train", help=cmd_train.__doc__, description=cmd_train.__doc__ + " Ctrl-C stops after "
+                           "the step in progress, with a checkpoint.")
+    train.add_argument("artifacts", help="the folder `ortnb edge export` wrote")
+    train.add_argument("data", help="rows with a text (or input_ids) column and a label column")
+    train.add_argument("--steps", type=int, required=True)
+    train.add_argument("--batch-size", type=int, default=16)
+    train.add_argument("--lr", type=float, default=1e-4, help="peak learning rate, decayed linearly to 0")
+    train.add_argument("--eval", default=None, help="held-out rows, evaluated before and after")
+    train.add_argument("--eval-every", type=int, default=0)
+    train.add_argument("--save-every", type=int, default=0)
+    train.add_argument("--resume", default=None, help="an earlier edge run folder or checkpoint file")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--runs", default="runs", help="where run folders go")
+    train.set_defaults(run=cmd_train)
