@@ -19,6 +19,8 @@ _LAZY = {
     "ORTSeq2SeqTrainer": "ortnb.training",
     "ORTTrainingArguments": "ortnb.training",
     "ORTSeq2SeqTrainingArguments": "ortnb.training",
+    "ort_model": "ortnb.custom_loop",
+    "engine_report": "ortnb.custom_loop",
     "export_onnx": "ortnb.export",
     "RunConfig": "ortnb.config",
     "validate": "ortnb.validation",

@@ -27,6 +27,11 @@ def _version(distribution: str) -> str | None:
         return None
 
 
+def package_version(distribution: str) -> str | None:
+    """The installed version of a distribution (``transformers``, ``diffusers``), or None."""
+    return _version(distribution)
+
+
 def ort_training_distribution() -> str | None:
     """The installed ONNX Runtime *training* wheel's name, or None."""
     for name in ORT_TRAINING_DISTRIBUTIONS:

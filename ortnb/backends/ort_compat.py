@@ -234,6 +234,44 @@ def _suppress_only_with_file_descriptors() -> None:
     logger_module._suppress_os_stream_output = suppress
 
 
+# --- 7. transformers' packed-sequence check does not export -------------------------------------
+
+def _diff_not_exportable() -> bool:
+    from torch.onnx._internal.torchscript_exporter import registration
+
+    return not registration.registry.is_registered_op("aten::diff", 17)
+
+
+def _export_packed_sequence_check() -> None:
+    """transformers 5's mask code runs ``(torch.diff(position_ids, ...) != 1).cumsum(-1)`` to find packed
+    sequences whenever a decoder runs without an attention mask and without a cache, i.e. in training
+    (Whisper's decoder, given only ``labels``). The TorchScript exporter has no symbolic for ``diff``, and
+    exports ``cumsum`` of a bool tensor as an ONNX CumSum of bools, which is invalid (torch sums bools as
+    int64). diff becomes a slice minus a slice; a bool cumsum gets a cast to int64 first."""
+    import torch
+    import torch.onnx
+    from torch.onnx._internal.torchscript_exporter import _type_utils, symbolic_helper, symbolic_opset11
+
+    @symbolic_helper.parse_args("v", "i", "i", "v", "v")
+    def diff(g, tensor, n, dim, prepend, append):
+        parts = [part for part in (prepend, tensor, append) if not symbolic_helper._is_none(part)]
+        out = g.op("Concat", *parts, axis_i=dim) if len(parts) > 1 else tensor
+        for _ in range(n):
+            later = symbolic_helper._slice_helper(g, out, axes=[dim], starts=[1], ends=[sys.maxsize])
+            earlier = symbolic_helper._slice_helper(g, out, axes=[dim], starts=[0], ends=[-1])
+            out = g.op("Sub", later, earlier)
+        return out
+
+    def cumsum(g, tensor, dim, dtype=None):
+        scalar_type = _type_utils.JitScalarType.from_value(tensor, _type_utils.JitScalarType.UNDEFINED)
+        if scalar_type == _type_utils.JitScalarType.BOOL and symbolic_helper._is_none(dtype):
+            tensor = g.op("Cast", tensor, to_i=_type_utils.JitScalarType.INT64.onnx_type())
+        return symbolic_opset11.cumsum(g, tensor, dim, dtype)
+
+    torch.onnx.register_custom_op_symbolic("aten::diff", diff, 9)
+    torch.onnx.register_custom_op_symbolic("aten::cumsum", cumsum, 11)
+
+
 FIXES: tuple[Fix, ...] = (
     Fix("torchscript_exporter_aliases", "torch>=2.9 moved the TorchScript exporter modules ORTModule imports",
         _exporter_moved, _alias_exporter_modules),
@@ -249,6 +287,9 @@ FIXES: tuple[Fix, ...] = (
         before_import=False),
     Fix("stream_suppression_without_fileno", "ORTModule's output silencing needs real file descriptors",
         _stream_suppression_needs_fileno, _suppress_only_with_file_descriptors, before_import=False),
+    Fix("packed_sequence_check_export", "transformers' masks call torch.diff and a bool cumsum, which the "
+        "TorchScript exporter cannot export", _diff_not_exportable, _export_packed_sequence_check,
+        before_import=False),
 )
 
 _lock = threading.Lock()

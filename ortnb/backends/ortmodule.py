@@ -13,20 +13,27 @@ import functools
 import inspect
 import logging
 import os
+import platform
 import time
 import traceback
 import types
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 
-from .._imports import ort_version
-from ..errors import OrtFallbackError
+from .._imports import ort_version, package_version
+from ..errors import OrtFallbackError, OrtnbWarning
 from . import ort_compat, ort_noise
+from .attention import AttentionSwitch, restore_attention, use_eager_attention
 from .custom_functions import guard_custom_autograd_functions
+from .failures import diagnose
+from .options import OrtOptions
+
+__all__ = ["OrtEngine", "OrtOptions", "add_phase_listener", "attach", "detach", "engine_for", "is_attached"]
 
 logger = logging.getLogger("ortnb")
 
@@ -56,17 +63,6 @@ _ENGINES: "weakref.WeakKeyDictionary[torch.nn.Module, OrtEngine]" = weakref.Weak
 
 
 @dataclass
-class OrtOptions:
-    fallback: str = "error"
-    log_level: str = "WARNING"
-    save_onnx_dir: str | None = None
-    onnx_prefix: str | None = None
-    memory_optimizer_level: int = 0
-    opset: int = 17
-    loss_fn: Callable[[Any, dict], torch.Tensor] | None = None  # use_module_with_loss
-
-
-@dataclass
 class EngineStats:
     ort_steps: int = 0
     pytorch_steps: int = 0
@@ -77,6 +73,10 @@ class EngineStats:
     fallback_detail: str | None = None  # ORT's whole error and traceback, kept here instead of printed
     exports: int = 0  # ONNX exports of the training graph: one per run, whatever the batch lengths
     graph_builds: int = 0
+    # From the first training forward to the second: export, graph build, backward, optimizer step and whatever
+    # else the loop does once. Trainer times its first step itself; a hand-written loop has only this.
+    first_step_s: float | None = None
+    eval_mode_backwards: int = 0  # backward passes through a PyTorch forward because the model was in eval mode
 
 
 class _ModuleWithLoss(torch.nn.Module):
@@ -98,7 +98,9 @@ class OrtEngine:
         self.model = model
         self.options = options
         self.stats = EngineStats()
+        self.attention: AttentionSwitch | None = None
         self._inside = False
+        self._first_forward_started: float | None = None
         # A KV cache is for generation; as a training output ORTModule cannot flatten it (T5, BART).
         self._no_cache = "use_cache" in inspect.signature(type(model).forward).parameters
         self._ort = self._build_ortmodule()
@@ -148,9 +150,13 @@ class OrtEngine:
         model = self.model
         if self._inside or not (model.training and torch.is_grad_enabled()):
             # Evaluation, generation, or ORTModule tracing the model: plain PyTorch.
-            return type(model).forward(model, *args, **kwargs)
+            outputs = type(model).forward(model, *args, **kwargs)
+            if not self._inside and torch.is_grad_enabled():
+                _on_backward(outputs, self._backward_in_eval_mode)
+            return outputs
         if self._no_cache:
             kwargs.setdefault("use_cache", False)
+        self._time_first_step()
         self._inside = True
         started = time.perf_counter()
         try:
@@ -165,6 +171,23 @@ class OrtEngine:
         if self.options.loss_fn:
             return {"loss": outputs}
         return outputs
+
+    def _time_first_step(self) -> None:
+        now = time.perf_counter()
+        if self._first_forward_started is None:
+            self._first_forward_started = now
+        elif self.stats.first_step_s is None:
+            self.stats.first_step_s = now - self._first_forward_started
+
+    def _backward_in_eval_mode(self) -> None:
+        """A gradient reached the output of a PyTorch forward: a training step ran without ONNX Runtime."""
+        self.stats.eval_mode_backwards += 1
+        self.stats.pytorch_steps += 1
+        if self.stats.eval_mode_backwards == 1:
+            warnings.warn(f"ortnb: a backward pass went through {type(self.model).__name__}'s PyTorch forward, because "
+                          "the model is in eval mode: ONNX Runtime trains only in train mode. Call model.train() "
+                          "before the training loop (from_pretrained returns a model in eval mode).", OrtnbWarning,
+                          stacklevel=2)
 
     def _count_step(self, seconds: float) -> None:
         if self.stats.ort_steps == 0 and self.stats.pytorch_steps == 0:
@@ -186,7 +209,7 @@ class OrtEngine:
     def _fallback_reason(self) -> str | None:
         exception = self._ort._fallback_manager._exception
         if exception is not None:
-            return _short(exception)
+            return diagnose(exception).reason
         if type(self._ort._torch_module).__name__ == "TorchModulePytorch":
             return "ORTModule switched to PyTorch at initialisation"
         return None
@@ -219,10 +242,10 @@ class OrtEngine:
         return {name: round(durations[phase], 3) for phase, name in names.items() if durations[phase] >= 0}
 
     def _explain_failure(self, error: Exception) -> Exception:
-        return OrtFallbackError(
-            f"ONNX Runtime could not train {type(self.model).__name__}: {_short(error)}\n"
-            "ort_fallback='error' forbids running PyTorch instead. Use backend='eager', or "
-            "ort_fallback='allow' to run PyTorch and record it in the engine report.")
+        diagnosis = diagnose(error)
+        advice = f"\n{diagnosis.advice}" if diagnosis.advice else ""
+        return OrtFallbackError(f"ONNX Runtime could not train {type(self.model).__name__}: {diagnosis.reason}."
+                                f"{advice}\n{self.options.way_out}")
 
     # -- what ran -----------------------------------------------------------------------------
 
@@ -244,6 +267,8 @@ class OrtEngine:
             "compat_fixes": ort_compat.applied_fixes(),
             "onnx_opset": self.options.opset,
             "memory_optimizer_level": self.options.memory_optimizer_level,
+            "attention": self.attention.note if self.attention else None,
+            "eval_mode_backwards": self.stats.eval_mode_backwards,
         }
 
     def graphs(self) -> list[str]:
@@ -286,28 +311,43 @@ def _watch_phases(tracker, stats: "EngineStats") -> None:
     tracker.start, tracker.end = on_start, on_end
 
 
+def run_facts() -> dict:
+    """Where a model trained: ranks and versions, for both engine reports (ORTTrainer's and ort_model's)."""
+    distributed = torch.distributed
+    # Read from torch.distributed: TrainingArguments.world_size says 1 for DeepSpeed on CPU.
+    world = distributed.get_world_size() if distributed.is_available() and distributed.is_initialized() else 1
+    return {"world_size": world, "torch_version": torch.__version__,
+            "transformers_version": package_version("transformers"), "python": platform.python_version()}
+
+
 def _first_line(text: str, limit: int = 160) -> str:
     line = text.strip().splitlines()[0] if text.strip() else text
     return line if len(line) <= limit else line[:limit].rstrip() + " ..."
 
 
-def _short(error: BaseException, limit: int = 600) -> str:
-    text = f"{type(error).__name__}: {error}".strip()
-    # ORT wraps export errors in long tracebacks; our own custom-Function message is what matters.
-    marker = text.find("The model calls the custom torch.autograd.Function")
-    if marker >= 0:
-        text = text[marker:].split("\n")[0]
-    return text if len(text) <= limit else text[:limit] + " ..."
+def _on_backward(outputs, callback: Callable[[], None]) -> None:
+    """Call ``callback`` when a gradient flows back into ``outputs`` (the first tensor in it that has a graph)."""
+    if torch.is_tensor(outputs):
+        if outputs.requires_grad:
+            outputs.register_hook(lambda grad: callback())
+            return True
+        return False
+    values = outputs.values() if isinstance(outputs, dict) else outputs if isinstance(outputs, (list, tuple)) else ()
+    return any(_on_backward(value, callback) for value in values)
 
 
 def attach(model: torch.nn.Module, options: OrtOptions, engine: OrtEngine | None = None) -> OrtEngine:
     """Route ``model``'s training forward through ONNX Runtime; returns the engine doing it.
 
     Pass an existing ``engine`` (from an earlier ``attach`` of the same model) to reuse its
-    exported graph and session.
+    exported graph and session. transformers models switch to eager attention until ``detach``.
     """
+    attention = use_eager_attention(model)
     if engine is None or engine.model is not model:
+        was_training = model.training
         engine = OrtEngine(model, options)
+        model.train(was_training)  # ORTModule puts the model it wraps in train mode; the mode stays the user's
+    engine.attention = attention
     _ENGINES[model] = engine
     model.__dict__["forward"] = _dispatching_forward(type(model).forward, model)
     return engine
@@ -328,9 +368,11 @@ def _dispatching_forward(class_forward, model):
 
 
 def detach(model: torch.nn.Module) -> None:
-    """Give the model back its own PyTorch forward."""
+    """Give the model back its own PyTorch forward (and attention)."""
     model.__dict__.pop("forward", None)
-    _ENGINES.pop(model, None)
+    engine = _ENGINES.pop(model, None)
+    if engine is not None:
+        restore_attention(model, engine.attention)
 
 
 def is_attached(model: torch.nn.Module) -> bool:

@@ -17,6 +17,7 @@ from transformers import Seq2SeqTrainingArguments, TrainingArguments
 from transformers.training_args import OptimizerNames
 
 from .. import _imports
+from ..backends.options import ORT_LOG_LEVELS, TRAINER_NAMES, option_problems
 from ..errors import ConfigError
 from .distributed import fix_cpu_deepspeed_world, imply_use_cpu_for_ddp
 
@@ -29,18 +30,8 @@ class Backend(str, Enum):
     COMPILE = "compile"  # torch.compile (inductor)
 
 
-class OrtFallback(str, Enum):
-    ERROR = "error"  # ORT cannot run the model: raise
-    ALLOW = "allow"  # ORT cannot run the model: run PyTorch and record why in the engine report
-
-
 class OrtOptimizerNames(str, Enum):
     ADAMW_ORT_FUSED = "adamw_ort_fused"  # onnxruntime.training.optim.FusedAdam (CUDA only)
-
-
-ORT_LOG_LEVELS = ("VERBOSE", "INFO", "WARNING", "ERROR", "FATAL")
-ORT_OPSETS = range(14, 18)  # ORTModule 1.19.2 exports opset 17 by default and supports back to 14
-MEMORY_OPTIMIZER_LEVELS = (0, 1, 2)
 
 
 def _choices(enum) -> str:
@@ -98,16 +89,9 @@ class ORTTrainingArguments(TrainingArguments):
         """Collect every problem with the settings, then raise once."""
         problems: list[str] = []
         backend = _parse_enum(Backend, self.backend, "backend", problems)
-        _parse_enum(OrtFallback, self.ort_fallback, "ort_fallback", problems)
+        problems += option_problems(self.ort_fallback, self.onnx_log_level, self.ort_memory_optimizer_level,
+                                    self.onnx_opset, names=TRAINER_NAMES)
         self._check_optimizer(ort_optim, problems)
-        if self.onnx_log_level not in ORT_LOG_LEVELS:
-            problems.append(f"onnx_log_level={self.onnx_log_level!r} is unknown. Choose between "
-                            f"{', '.join(ORT_LOG_LEVELS)}.")
-        if self.ort_memory_optimizer_level not in MEMORY_OPTIMIZER_LEVELS:
-            problems.append(f"ort_memory_optimizer_level={self.ort_memory_optimizer_level!r} is unknown. "
-                            "Choose 0 (off), 1 (layer-wise recompute) or 2 (layer-wise recompute with compromise).")
-        if self.onnx_opset not in ORT_OPSETS:
-            problems.append(f"onnx_opset={self.onnx_opset!r} is outside what ORTModule supports. Choose 14 to 17.")
         deepspeed = _deepspeed_config(self.deepspeed, problems)
         if backend == Backend.ORT:
             self._check_ort_backend(deepspeed, problems)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import platform
 import time
 
 import torch
@@ -22,6 +21,7 @@ from transformers import Seq2SeqTrainer, Trainer, TrainerCallback
 
 from .._imports import ort_version
 from ..backends import ortmodule as ort_backend
+from ..backends.options import TRAINER_WAY_OUT
 from .arguments import Backend, ORTTrainingArguments, OrtOptimizerNames
 
 logger = logging.getLogger("ortnb")
@@ -38,8 +38,6 @@ class _ORTTrainerMixin:
             raise TypeError(f"{type(self).__name__} needs ORTTrainingArguments, got {type(self.args).__name__}. "
                             "Replace `TrainingArguments(...)` with `ortnb.ORTTrainingArguments(...)` (same fields).")
         self._ort_engine: ort_backend.OrtEngine | None = None
-        self._attention_note: str | None = None
-        self._switched_from: str | None = None  # the attention we replaced with eager, restored after train()
         self.first_step_s: float | None = None  # the first optimizer step of train(), export and graph build included
         self.batch_tokens = BatchTokens()  # what the engine computed since the last take(): padded and real tokens
         # First in line, so that the other callbacks' step-end work is not counted in the first step.
@@ -57,34 +55,13 @@ class _ORTTrainerMixin:
             return super().train(*args, **kwargs)
         finally:
             if self.model is not None:
-                ort_backend.detach(self.model)
-                self._restore_attention(self.model)
+                ort_backend.detach(self.model)  # the user's forward and attention (e.g. sdpa) are back
             self.write_engine_report()
 
     def _attach_ort(self, model: torch.nn.Module) -> None:
         if ort_backend.is_attached(model):
             return
-        self._use_eager_attention(model)
         self._ort_engine = ort_backend.attach(model, self._ort_options(), self._ort_engine)
-
-    def _use_eager_attention(self, model: torch.nn.Module) -> None:
-        """ORT cannot build the gradient graph of torch's SDPA (see ort-on-current-pytorch.md, item 5)."""
-        config = getattr(model, "config", None)
-        current = getattr(config, "_attn_implementation", None)
-        if current in (None, "eager"):
-            self._attention_note = current
-            return
-        model.set_attn_implementation("eager")
-        self._switched_from = current
-        self._attention_note = f"eager (switched from {current})"
-        logger.warning("ortnb: attention switched from %r to 'eager' for ONNX Runtime, which cannot build the "
-                       "gradient of scaled_dot_product_attention; the numbers are the same.", current)
-
-    def _restore_attention(self, model: torch.nn.Module) -> None:
-        """After training, evaluate/generate get the user's attention (e.g. sdpa) back."""
-        if self._switched_from and hasattr(model, "set_attn_implementation"):
-            model.set_attn_implementation(self._switched_from)
-            self._switched_from = None
 
     def _ort_options(self) -> ort_backend.OrtOptions:
         args = self.args
@@ -92,7 +69,8 @@ class _ORTTrainerMixin:
             fallback=args.ort_fallback, log_level=args.onnx_log_level,
             save_onnx_dir=os.path.join(args.output_dir, "onnx") if args.save_onnx else None,
             onnx_prefix=args.onnx_prefix, memory_optimizer_level=args.ort_memory_optimizer_level,
-            opset=args.onnx_opset, loss_fn=self._loss_inside_graph if args.use_module_with_loss else None)
+            opset=args.onnx_opset, loss_fn=self._loss_inside_graph if args.use_module_with_loss else None,
+            way_out=TRAINER_WAY_OUT)
 
     # -- optimizer and loss -------------------------------------------------------------------
 
@@ -135,16 +113,12 @@ class _ORTTrainerMixin:
             "providers": [],
             "graphs": [],
             "compiler": "inductor" if args.backend == Backend.COMPILE else None,
-            "attention": self._attention_note or getattr(getattr(self.model, "config", None),
-                                                         "_attn_implementation", None),
+            "attention": getattr(getattr(self.model, "config", None), "_attn_implementation", None),
             "optimizer": str(getattr(args.optim, "value", args.optim)),
             "precision": "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32",
             "device": str(args.device),
-            "world_size": _world_size(),
             "time_to_first_step_s": self.first_step_s,
-            "torch_version": torch.__version__,
-            "transformers_version": _version("transformers"),
-            "python": platform.python_version(),
+            **ort_backend.run_facts(),
         }
         if args.backend == Backend.ORT:
             if self._ort_engine is None:
@@ -201,21 +175,6 @@ class _EngineReportCallback(TrainerCallback):
         if self.trainer.first_step_s is None and self._started is not None:
             self.trainer.first_step_s = time.perf_counter() - self._started
             self.trainer.write_engine_report()
-
-
-def _world_size() -> int:
-    # Read from torch.distributed: TrainingArguments.world_size says 1 for DeepSpeed on CPU.
-    distributed = torch.distributed
-    return distributed.get_world_size() if distributed.is_available() and distributed.is_initialized() else 1
-
-
-def _version(distribution: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(distribution)
-    except PackageNotFoundError:
-        return None
 
 
 class ORTTrainer(_ORTTrainerMixin, Trainer):
