@@ -214,3 +214,15 @@ def update_comparison(figure, rows: list[dict]) -> None:
 
 def _bargap(bars: int) -> float:
     return 0.35 if bars > 2 else 0.6  # one or two bars would otherwise span the whole plot
+
+
+def runs_figure(runs, warmup_steps: int | None = None):
+    """The Dashboard's 2x2 grid for finished runs (any Run, an edge run too), one colour per run."""
+    figure, chart = live_figure(), LiveChart()
+    for run in runs:
+        key = str(run.run_dir)
+        chart.add_run(key, run.config.label)
+        apply_updates(figure, *chart.updates(key, run.records(), run.summary().get("engine")))
+    warmup = warmup_steps if warmup_steps is not None else max((r.config.warmup_steps for r in runs), default=0)
+    set_live_layout(figure, warmup, empty=not figure.data)
+    return figure

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .. import _imports
 from ..errors import ConfigError
+from ..progress import without_progress_bars
 from . import fixes, manifest, trainable as trainable_names
 
 LOSSES = {"cross_entropy": "CrossEntropyLoss", "mse": "MSELoss", "bce_with_logits": "BCEWithLogitsLoss",
@@ -86,7 +87,8 @@ def export_artifacts(model_or_dir, out_dir, *, trainable="head", loss: str = "cr
     opset = DEFAULT_OPSET if opset is None else opset
     _check_arguments(loss, optimizer, seq_len, opset)
     _imports.require_ort_training("ortnb.edge.export_artifacts")
-    model, tokenizer, source = _load(model_or_dir, tokenizer)
+    with without_progress_bars():
+        model, tokenizer, source = _load(model_or_dir, tokenizer)
     _check_size(model)
     names = [name for name, _ in model.named_parameters()]
     chosen = trainable_names.resolve(trainable, names)  # before the export: a typo costs nothing
@@ -105,6 +107,7 @@ def export_artifacts(model_or_dir, out_dir, *, trainable="head", loss: str = "cr
         inputs=inputs, loss=loss, optimizer=optimizer, seq_len=seq_len, num_labels=model.config.num_labels,
         id2label={str(k): v for k, v in (model.config.id2label or {}).items()},
         pad_token_id=int(getattr(tokenizer, "pad_token_id", None) or model.config.pad_token_id or 0),
+        selection=trainable if isinstance(trainable, str) else f"{len(chosen)} named parameters",
         trainable=chosen, trainable_parameters=sum(counts[n] for n in chosen),
         frozen_parameters=sum(counts[n] for n in frozen), opset=opset, fixes=applied, source=source,
         tokenizer=_save_tokenizer(tokenizer, out), versions=_versions())

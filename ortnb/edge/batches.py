@@ -106,7 +106,16 @@ def _labels(values: list, info: Manifest, what: str) -> np.ndarray:
     return np.asarray(out, dtype=np.int64)
 
 
-def _tokenize(texts: list[str], info: Manifest, tokenizer_path: Path | None, what: str) -> list[np.ndarray]:
+def batch_of(artifacts_dir, rows) -> tuple[dict, np.ndarray]:
+    """All ``rows`` as one batch for the artifacts' graph: ({input name: array}, labels)."""
+    info = Manifest.read(Path(artifacts_dir))
+    tokenizer = Path(artifacts_dir) / info.tokenizer if info.tokenizer else None
+    encoded = encode(read_rows(rows), info, tokenizer)
+    return Batches(encoded, len(encoded), 0, info.pad_token_id).rows(np.arange(len(encoded)))
+
+
+def _tokenize(texts: list[str], info: Manifest, tokenizer_path, what: str) -> list[np.ndarray]:
+    tokenizer_path = Path(tokenizer_path) if tokenizer_path is not None else None
     if tokenizer_path is None or not tokenizer_path.exists():
         raise ConfigError(f"{what} holds text, but the artifacts have no tokenizer.json: export them with "
                           "tokenizer=..., or give input_ids instead of text")

@@ -28,6 +28,8 @@ class Manifest:
     num_labels: int = 2
     id2label: dict = field(default_factory=dict)
     pad_token_id: int = 0
+    selection: str = "head"
+    """What export_artifacts was asked to train: head, last_layers:N, all, or "N named parameters"."""
     trainable: list[str] = field(default_factory=list)
     trainable_parameters: int = 0
     frozen_parameters: int = 0

@@ -64,6 +64,7 @@ def train(artifacts_dir, dataset, *, steps: int, batch_size: int = 16, learning_
     cfg.check()
     folder = manifest.check_folder(cfg.artifacts_dir)
     info = manifest.Manifest.read(folder)
+    cfg.name = cfg.name or f"ORT training API, {info.selection}"
     _resume_step(cfg)
     tokenizer = folder / info.tokenizer if info.tokenizer else None
     rows = batches.read_rows(dataset)

@@ -17,8 +17,11 @@ def to_pytorch(run_or_checkpoint, artifacts_dir=None):
 
     source = Path(getattr(run_or_checkpoint, "run_dir", run_or_checkpoint))
     checkpoint, artifacts_dir = _locate(source, artifacts_dir)
-    config = AutoConfig.from_pretrained(artifacts_dir / manifest.MODEL_CONFIG)
-    model = AutoModelForSequenceClassification.from_config(config)
+    from ..progress import without_progress_bars
+
+    with without_progress_bars():
+        config = AutoConfig.from_pretrained(artifacts_dir / manifest.MODEL_CONFIG)
+        model = AutoModelForSequenceClassification.from_config(config)
     state = CheckpointState.load_checkpoint(str(checkpoint))
     names = dict(model.named_parameters())
     stored = {name for name in names if name in state.parameters}

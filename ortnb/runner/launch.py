@@ -251,8 +251,11 @@ def _store_dataset(cfg: RunConfig, run_dir: Path) -> RunConfig:
     """An in-memory datasets.Dataset goes to disk so the worker processes can read it."""
     if isinstance(cfg.dataset, str):
         return cfg
+    from ..progress import without_progress_bars
+
     target = run_dir / "dataset"
-    cfg.dataset.save_to_disk(str(target))
+    with without_progress_bars():  # "Flattening the indices", "Saving the dataset": not what the user waits for
+        cfg.dataset.save_to_disk(str(target))
     return cfg.replace(dataset=str(target))
 
 
