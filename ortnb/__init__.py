@@ -4,6 +4,8 @@ The migration from transformers is two renames::
 
     from ortnb import ORTTrainer, ORTTrainingArguments   # was: Trainer, TrainingArguments
 
+On-device training without PyTorch is ``ortnb.edge`` (export_artifacts, train).
+
 Names are loaded on first use: ``import ortnb`` imports neither transformers nor onnxruntime,
 deepspeed, plotly or ipywidgets.
 """
@@ -42,6 +44,9 @@ _LAZY = {
     "OrtnbWarning": "ortnb.errors",
 }
 
+# Subpackages reached as attributes (``ortnb.edge.train``) without an import of their own.
+_SUBPACKAGES = ("edge",)
+
 __all__ = sorted(_LAZY) + ["__version__"]
 
 
@@ -50,6 +55,8 @@ def __getattr__(name: str):
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"ortnb.{name}")
     raise AttributeError(f"module 'ortnb' has no attribute {name!r}")
 
 
