@@ -181,3 +181,43 @@ def test_a_stopped_run_keeps_its_checkpoint_and_metrics(artifacts, rows, tmp_pat
     again = train(artifacts, rows[0], steps=last + 3, batch_size=4, learning_rate=1e-4, resume_from=live,
                   output_dir=tmp_path)
     assert again.metrics["step"].tolist() == [last + 1, last + 2, last + 3]
+
+
+def test_the_dashboard_charts_and_compares_edge_runs(run, artifacts, rows, tmp_path, monkeypatch):
+    """Two edge runs on the same artifacts and data: one bar each, engine named, the first the baseline."""
+    import ortnb
+    from ortnb.edge import train
+
+    monkeypatch.setenv("ORTNB_WIDGETS", "1")
+    smaller = train(artifacts, rows[0], steps=20, batch_size=8, learning_rate=3e-3, output_dir=run.run_dir.parent,
+                    name="batch 8")  # same rows, same folder of runs: the same stored data file
+    dashboard = ortnb.Dashboard(start=False)
+    try:
+        for finished in (run, smaller):
+            dashboard.track(finished)
+            dashboard.refresh(force=True)
+            assert dashboard.add_to_comparison(finished), dashboard.state.message
+        table = dashboard.comparison()
+        assert list(table["engine"]) == ["onnxruntime-training-api"] * 2
+        assert len(table) == 2 and "step 20/20" in dashboard.status.value
+        assert any(trace.name.endswith("[onnxruntime-training-api]") for trace in dashboard.figure.data)
+    finally:
+        dashboard.close()
+
+
+def test_a_killed_run_reads_failed_and_keeps_its_last_whole_checkpoint(artifacts, rows, tmp_path):
+    from ortnb.edge import train
+
+    live = train(artifacts, rows[0], steps=100000, batch_size=4, learning_rate=1e-4, save_every=2,
+                 output_dir=tmp_path, wait=False)
+    deadline = time.monotonic() + 120
+    while len(live.metrics) < 6 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    os.kill(live._process.pid, signal.SIGKILL)  # no chance to checkpoint or write a final event
+    assert live.wait(timeout=30) == "failed" and "SIGKILL" in live.error or "ended" in live.error
+    assert live.bad_lines == 0 and len(live.metrics) >= 6
+    kept = int(live.checkpoint.name.rpartition("-")[2])
+    assert kept % 2 == 0 and kept >= 6 - 2  # the last whole one: a kill mid-save leaves only a .partial
+    again = train(artifacts, rows[0], steps=kept + 2, batch_size=4, learning_rate=1e-4, resume_from=live,
+                  output_dir=tmp_path)
+    assert again.metrics["step"].tolist() == [kept + 1, kept + 2]

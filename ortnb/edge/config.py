@@ -47,6 +47,29 @@ class EdgeConfig:
     def label(self) -> str:
         return str(self.name) if self.name else "ORT training API"
 
+    # What the Dashboard and comparison tables read of any run's config (RunConfig's names).
+    @property
+    def max_steps(self) -> int:
+        return self.steps
+
+    @property
+    def model(self) -> str:
+        return self.artifacts_dir  # the artifacts are the model here: same folder, same workload
+
+    @property
+    def task(self) -> str:
+        return self._manifest().get("task", "sequence-classification")
+
+    @property
+    def seq_len(self) -> int | None:
+        return self._manifest().get("seq_len")
+
+    def _manifest(self) -> dict:
+        try:
+            return json.loads((Path(self.artifacts_dir) / "ortnb-edge.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
     def problems(self) -> list[str]:
         """Every problem with the numbers, each naming the field and the way out."""
         found = []

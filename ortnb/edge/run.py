@@ -3,6 +3,7 @@ The run folder is an ordinary ortnb run folder: ``ortnb.attach`` reads it, its m
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -15,6 +16,9 @@ from ..runner import layout, liveness
 from ..runner.launch import Run
 from . import batches, loop, manifest
 from .config import EdgeConfig
+
+
+DATA_FOLDER = "edge-data"  # under output_dir: the rows edge runs trained on, one file per distinct set
 
 
 class EdgeRun(Run):
@@ -74,8 +78,9 @@ def train(artifacts_dir, dataset, *, steps: int, batch_size: int = 16, learning_
         batches.encode(held_out, info, tokenizer, "eval_dataset")
     run_dir = layout.new_run_dir(cfg.output_dir, cfg.label)
     cfg.artifacts_dir, cfg.output_dir = str(folder), str(Path(cfg.output_dir).expanduser().resolve())
-    cfg.dataset = _store(rows, run_dir / "train.jsonl")
-    cfg.eval_dataset = _store(held_out, run_dir / "eval.jsonl") if held_out is not None else None
+    store = Path(cfg.output_dir) / DATA_FOLDER
+    cfg.dataset = _store(rows, store)
+    cfg.eval_dataset = _store(held_out, store) if held_out is not None else None
     cfg.to_json(run_dir / layout.CONFIG)
     run = EdgeRun(cfg, run_dir, _start(run_dir))
     if wait:
@@ -100,11 +105,16 @@ def _resume_step(cfg: EdgeConfig) -> int | None:
     return step
 
 
-def _store(rows: list[dict], path: Path) -> str:
-    """The rows as JSON lines in the run folder: the worker reads only files, and the run stays reproducible."""
-    with open(path, "w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, default=_plain) + "\n")
+def _store(rows: list[dict], folder: Path) -> str:
+    """The rows as JSON lines named by their content, beside the run folders: the worker reads only files, a
+    run stays reproducible, and runs on the same rows name the same file (so they compare as one workload)."""
+    text = "".join(json.dumps(row, default=_plain, sort_keys=True) + "\n" for row in rows)
+    path = folder / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.jsonl"
+    if not path.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.partial")
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
     return str(path)
 
 
