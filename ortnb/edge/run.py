@@ -127,6 +127,6 @@ def _start(run_dir: Path) -> subprocess.Popen:
     with open(run_dir / layout.LOG, "ab") as log:
         process = subprocess.Popen([sys.executable, "-m", "ortnb.edge.worker", str(run_dir)], stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True, cwd=os.getcwd(), env=env)
-    liveness.record_process(run_dir, "supervisor", process.pid)
+    liveness.record_process(run_dir, "writer", process.pid)  # one process trains and writes: the one rank
     threading.Thread(target=process.wait, name="ortnb-edge-reaper", daemon=True).start()
     return process

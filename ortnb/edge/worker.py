@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     from .notorch import import_training_api
 
     run_dir = Path((argv or sys.argv[1:])[0]).resolve()
-    liveness.record_process(run_dir, "supervisor", os.getpid())
+    liveness.record_process(run_dir, "writer", os.getpid())
     status_file.reserve(run_dir)
     heartbeat = liveness.start_heartbeat(run_dir)
     signalled: list[int] = []
