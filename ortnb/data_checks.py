@@ -384,7 +384,10 @@ def _dataset_labels(dataset, name: str) -> tuple[Labels | None, list[str]]:
 def _arrow_column(dataset, column: str):
     """The column as pyarrow data, in the Dataset's row order (select/shuffle/filter keep an index mapping)."""
     if getattr(dataset, "_indices", None) is not None:
-        dataset = dataset.flatten_indices()
+        from .progress import without_progress_bars
+
+        with without_progress_bars():  # a bar for a cheap look at the data reads like training had begun
+            dataset = dataset.flatten_indices()
     return dataset.data.column(column)
 
 

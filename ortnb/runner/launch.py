@@ -98,7 +98,10 @@ class Run:
             folder = checkpoints[-1]
         config = json.loads((folder / "config.json").read_text())
         causal = any(a.endswith("ForCausalLM") for a in config.get("architectures", []))
-        return (AutoModelForCausalLM if causal else AutoModelForSequenceClassification).from_pretrained(folder)
+        from ..progress import without_progress_bars
+
+        with without_progress_bars():
+            return (AutoModelForCausalLM if causal else AutoModelForSequenceClassification).from_pretrained(folder)
 
     def _state(self) -> tuple[str, str | None]:
         """(status, error): the final event; else status.json; else alive or not, from the folder."""
