@@ -23,7 +23,7 @@ ENGINE = "onnxruntime-training-api"
 CHECKPOINTS = "checkpoints"
 INFERENCE_MODEL = "inference.onnx"
 STEP_PROPERTY = "ortnb_step"  # the optimizer step a checkpoint holds, stored in the checkpoint itself
-EVAL_BATCH = 64
+EVAL_BATCH = 16  # a device evaluates in small batches: activation memory grows with the batch
 
 
 @dataclass
