@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -79,6 +78,7 @@ def child_pytorch(engine: str, steps: int) -> None:
     from ortnb import assets
     from ortnb.edge import timing
     from ortnb.edge.batches import pad
+    from ortnb.memory import peak_rss_mb
 
     model, tokenizer = assets.load_model("minilm", "sequence-classification")
     rows = snippets(BATCH)
@@ -91,7 +91,7 @@ def child_pytorch(engine: str, steps: int) -> None:
                                              labels, 1e-4, engine)
     for _ in range(steps):
         step()
-    print(json.dumps({"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    print(json.dumps({"peak_rss_mb": peak_rss_mb(),
                       "engine": engine_name(), "torch_loaded": "torch" in sys.modules}))
 
 

@@ -7,13 +7,13 @@ summaries and comparison tables read an edge run like any other; the engine is "
 from __future__ import annotations
 
 import os
-import resource
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from ..memory import peak_rss_mb
 from ..runner import control
 from . import batches, manifest
 from .config import EdgeConfig
@@ -121,10 +121,6 @@ def step_record(step: int, step_time: float, inputs: dict, loss: float, lr: floa
             "real_tokens_per_s": int(mask.sum()) / step_time, "seq_len": int(width), "loss": loss,
             "learning_rate": lr, "grad_norm": None, "peak_rss_mb": [peak_rss_mb()], "optimizer_state_mb": None,
             "gpu_memory_mb": None, "mfu": None}
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
 def run(run_dir: Path, cfg: EdgeConfig, writer, api, fixes: list[str], stop) -> str:

@@ -4,13 +4,13 @@ ORTTrainer run."""
 from __future__ import annotations
 
 import math
-import resource
 import time
 from pathlib import Path
 
 import torch
 from transformers import TrainerCallback
 
+from ..memory import peak_rss_mb
 from . import layout
 
 
@@ -23,8 +23,6 @@ def optimizer_state_bytes(optimizer) -> int:
     return sum(t.numel() * t.element_size() for entry in state.values() for t in entry.values() if torch.is_tensor(t))
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux reports KiB
 
 
 def _gather(values: list[float]) -> list[list[float]]:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import resource
 import time
 
 from transformers import TrainerCallback
 
 from .. import charts
 from ..display import Throttle, warn_text_mode, widget_frontend
+from ..memory import peak_rss_mb
 
 
 def engine_of(model) -> str:
@@ -59,7 +59,7 @@ class LiveCallback(TrainerCallback):
             return
         record = {"kind": "step", "step": state.global_step, "loss": float(logs["loss"]),
                   "samples_per_s": self._samples_per_step / self._step_time, "step_time": self._step_time,
-                  "peak_rss_mb": [resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0]}
+                  "peak_rss_mb": [peak_rss_mb()]}
         self.records.append(record)
         if not self.widgets:
             from ..cli import format_step
