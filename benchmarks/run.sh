@@ -16,3 +16,5 @@ rm -f benchmarks/results/optimum-preset/report.html   # 4.8 MB with plotly inlin
 # same Rotten Tomatoes samples through plain Trainer, a careful Trainer and the tuned winner (one epoch, about 20 minutes).
 python benchmarks/tune_check.py --out benchmarks/results/tune-check.json
 python benchmarks/time_to_accuracy.py --out benchmarks/results/time-to-accuracy.json
+# ORT vs eager beyond text: a DDPM UNet (32x32 digits), a ViT and Whisper tiny configs in hand-written loops (about 3 minutes).
+python benchmarks/beyond_text.py --steps 10 --warmup 3 --repeats 3 --out benchmarks/results/beyond-text.json
