@@ -83,6 +83,11 @@ def test_a_backward_through_an_eval_mode_model_is_never_silent():
     report = ortnb.engine_report(model)
     assert (report["engine"], report["pytorch_steps"], report["ort_steps"], report["eval_mode_backwards"]) == \
         ("pytorch", 1, 0, 1)
+    model.train()  # the fix the warning names: the next step runs in ONNX Runtime, reported as such
+    model(**batch).loss.backward()
+    report = ortnb.engine_report(model)
+    assert (report["engine"], report["ort_steps"], report["pytorch_steps"]) == ("onnxruntime", 1, 1)
+    assert report["providers"] == ["CPUExecutionProvider"] and report["first_forward_s"] > 0
 
 
 def test_calling_ort_model_again_is_a_no_op_with_the_same_options_and_an_error_with_others():

@@ -190,7 +190,7 @@ class OrtEngine:
                           stacklevel=2)
 
     def _count_step(self, seconds: float) -> None:
-        if self.stats.ort_steps == 0 and self.stats.pytorch_steps == 0:
+        if self.stats.first_forward_s is None:  # the first training forward (eval-mode backwards are not one)
             self.stats.first_forward_s = seconds
             self.stats.fallback = self._fallback_reason()
             self.stats.fallback_detail = self._fallback_detail()
