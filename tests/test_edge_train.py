@@ -226,3 +226,18 @@ def test_a_killed_run_reads_failed_and_keeps_its_last_whole_checkpoint(artifacts
     again = train(artifacts, rows[0], steps=kept + 2, batch_size=4, learning_rate=1e-4, resume_from=live,
                   output_dir=tmp_path)
     assert again.metrics["step"].tolist() == [kept + 1, kept + 2]
+
+
+def test_step_times_in_fresh_processes_name_their_engine(artifacts, model, rows, tmp_path):
+    """The comparison the notebook shows: each configuration in its own process, the training API's without
+    PyTorch; the engine that ran and each process's peak memory are reported."""
+    from ortnb.edge import timing
+
+    model.save_pretrained(tmp_path / "model")
+    table = timing.compare_steps([timing.Configuration("api", "all", str(artifacts)),
+                                  timing.Configuration("eager", "all", str(artifacts))],
+                                 tmp_path / "model", rows[0][:8], steps=4, warmup=1)
+    assert table["error"].isna().all(), table["error"].tolist()
+    assert list(table["engine"]) == ["onnxruntime-training-api", "pytorch"]
+    assert list(table["steps"]) == [3, 3] and (table["median_ms"] > 0).all()
+    assert table.loc[0, "peak_rss_mb"] < table.loc[1, "peak_rss_mb"]  # no PyTorch in the API's process
