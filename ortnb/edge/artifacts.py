@@ -65,9 +65,10 @@ class Artifacts:
         return pd.DataFrame({"file": list(self.files), "MB": [round(b / 1e6, 2) for b in self.files.values()]})
 
     def __str__(self) -> str:
-        share = self.trainable_parameters / max(1, self.trainable_parameters + self.frozen_parameters)
+        percent = 100 * self.trainable_parameters / max(1, self.trainable_parameters + self.frozen_parameters)
+        share = f"{percent:.2g}%" if percent < 1 else f"{percent:.1f}%"  # a head is 0.0034%, not 0.00%
         return (f"artifacts in {self.folder}: {self.total_bytes / 1e6:.1f} MB in {len(self.files)} files; "
-                f"{self.trainable_parameters:,} trainable parameters ({share:.2%}) in {len(self.trainable)} "
+                f"{self.trainable_parameters:,} trainable parameters ({share}) in {len(self.trainable)} "
                 f"tensors, {self.frozen_parameters:,} frozen; opset {self.opset}"
                 + (f"; fixes: {', '.join(self.fixes)}" if self.fixes else ""))
 
