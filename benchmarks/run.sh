@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerate every recorded measurement in benchmarks/results/ (run on a quiet machine: nothing else
-# running; about 95 minutes on 2 CPU cores). Uses the project's .venv.
+# running; about 110 minutes on 2 CPU cores). Uses the project's .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -18,3 +18,5 @@ python benchmarks/tune_check.py --out benchmarks/results/tune-check.json
 python benchmarks/time_to_accuracy.py --out benchmarks/results/time-to-accuracy.json
 # ORT vs eager beyond text: a DDPM UNet (32x32 digits), a ViT and Whisper tiny configs in hand-written loops (about 3 minutes).
 python benchmarks/beyond_text.py --steps 10 --warmup 3 --repeats 3 --out benchmarks/results/beyond-text.json
+# on-device training against ORTModule and eager: 9 configurations x 3 fresh-process runs (about 11 minutes)
+python benchmarks/edge.py --steps 20 --warmup 5 --repeats 3 --out benchmarks/results/edge.json
