@@ -11,8 +11,10 @@ On the device, without PyTorch (``train``; the run streams the same metrics.json
 
 Files: ``artifacts.py`` (the offline half), ``fixes.py`` (what onnx 1.23 and torch 2.13 break in ORT
 1.19.2's artifact generation), ``trainable.py`` (which weights train), ``manifest.py`` (what the device
-needs to know about the graphs), ``batches.py`` and ``loop.py`` (the torch-free half), ``run.py``
-(train() and EdgeRun), ``worker.py`` (the process that trains), ``weights.py`` (back to PyTorch).
+needs to know about the graphs); the torch-free half: ``notorch.py`` (hiding torch, entering the training
+package without it), ``batches.py``, ``loop.py``, ``worker.py`` (the process that trains), ``config.py``
+(EdgeConfig); ``run.py`` (train() and EdgeRun), ``weights.py`` (back to PyTorch), ``timing.py`` (step time
+next to ORTModule and eager, each in a fresh process), ``cli.py`` (``ortnb edge export | train``).
 """
 
 from __future__ import annotations

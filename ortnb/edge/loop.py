@@ -57,14 +57,14 @@ def open_session(api, cfg: EdgeConfig) -> Session:
     start = latest_checkpoint(Path(cfg.resume_from)) if cfg.resume_from else folder / manifest.CHECKPOINT
     state = api.CheckpointState.load_checkpoint(str(start))
     step = int(state.properties[STEP_PROPERTY]) if STEP_PROPERTY in state.properties else 0
-    options = _session_options(cfg.threads)
+    options = session_options(cfg.threads)
     module = api.Module(str(folder / manifest.TRAINING_MODEL), state, str(folder / manifest.EVAL_MODEL),
                         device="cpu", session_options=options)
     optimizer = api.Optimizer(str(folder / manifest.OPTIMIZER_MODEL), module)
     return Session(api, state, module, optimizer, info, step)
 
 
-def _session_options(threads: int | None):
+def session_options(threads: int | None):
     from onnxruntime import SessionOptions
 
     options = SessionOptions()

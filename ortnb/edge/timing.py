@@ -45,7 +45,7 @@ class Configuration:
 
 def api_stepper(artifacts_dir, inputs: dict, labels: np.ndarray, learning_rate: float):
     """One training-API step on the artifacts' initial weights, as a function; and the engine's name."""
-    from .loop import Session, _session_options, train_step
+    from .loop import Session, session_options, train_step
     from .notorch import import_training_api
 
     api, _ = import_training_api()
@@ -53,7 +53,7 @@ def api_stepper(artifacts_dir, inputs: dict, labels: np.ndarray, learning_rate: 
     info = manifest.Manifest.read(folder)
     state = api.CheckpointState.load_checkpoint(str(folder / manifest.CHECKPOINT))
     module = api.Module(str(folder / manifest.TRAINING_MODEL), state, str(folder / manifest.EVAL_MODEL),
-                        session_options=_session_options(None))
+                        session_options=session_options(None))
     session = Session(api, state, module, api.Optimizer(str(folder / manifest.OPTIMIZER_MODEL), module), info, 0)
     return (lambda: train_step(session, inputs, labels, learning_rate)[0]), (lambda: ENGINES["api"])
 
