@@ -193,10 +193,22 @@ def main(argv: list[str] | None = None) -> int:
             liveness.record_process(run_dir, "writer", os.getpid())
             liveness.start_heartbeat(run_dir)
         run(run_dir, rank, world, writer, fault)
+        leave_process_group()
         return 0
     except BaseException as error:  # noqa: BLE001 - every failure must reach the notebook, even KeyboardInterrupt
         report_failure(run_dir, rank, writer, error)
         return 1
+
+
+def leave_process_group() -> None:
+    """End the ranks' process group together, after every rank has finished (rank 0 may still be saving).
+    A rank that exited with its gloo group still open was seen to abort in teardown ("terminate called without
+    an active exception", SIGABRT) after a completed run, and torchrun then failed the whole run."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":
