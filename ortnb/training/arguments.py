@@ -1,7 +1,9 @@
 """ORTTrainingArguments: transformers' TrainingArguments plus the ONNX Runtime options.
 
 Every setting is checked when the arguments are built, before any model is touched, and all
-problems are reported at once, each naming the field and the way out.
+problems are reported at once, each naming the field and the way out. The fields Optimum's
+ORTTrainingArguments took and transformers 5 removed are accepted too: mapped onto their
+transformers 5 equivalent (one FutureWarning lists how) or refused with the other problems.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import base64
 import binascii
 import json
 import os
+import warnings
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -20,6 +23,8 @@ from .. import _imports
 from ..backends.options import ORT_LOG_LEVELS, TRAINER_NAMES, option_problems
 from ..errors import ConfigError
 from .distributed import fix_cpu_deepspeed_world, imply_use_cpu_for_ddp
+
+TRAINING_DEFAULTS = TrainingArguments.__dataclass_fields__
 
 
 class Backend(str, Enum):
@@ -36,6 +41,52 @@ class OrtOptimizerNames(str, Enum):
 
 def _choices(enum) -> str:
     return ", ".join(member.value for member in enum)
+
+
+def _plain(value):
+    """An enum member's value, anything else as it is (for comparing settings)."""
+    return getattr(value, "value", value)
+
+
+def _removed(what: str, default=None):
+    """A field Optimum's ORTTrainingArguments took (on transformers 4.36 to 4.53) and transformers 5 removed."""
+    return field(default=default,
+                 metadata={"help": f"Removed in transformers 5, accepted for Optimum's scripts: {what}"})
+
+
+# optim names transformers 5 removed: the replacement, or why there is none (refused, naming the way out).
+ADAMW_HF_NOTE = ("optim='adamw_hf' -> optim='adamw_torch' (transformers 5 removed its own AdamW; PyTorch's is the "
+                 "same algorithm, with eps added after the bias correction)")
+REMOVED_OPTIMIZERS = {
+    "adamw_apex_fused": "optim='adamw_apex_fused': transformers 5 removed apex's fused AdamW. Use "
+                        "optim='adamw_torch_fused' (PyTorch's fused AdamW) or, on a CUDA GPU, optim='adamw_ort_fused'.",
+}
+
+# Removed fields whose effect is gone: (the values that change nothing, so are dropped; why and what instead).
+AMP_BACKENDS = ("auto", "amp", "cpu_amp", "cuda_amp")
+REFUSED_UNLESS = {
+    "save_safetensors": ((True,), "transformers 5 only writes safetensors checkpoints (the torch .bin format is "
+                                  "gone); remove it"),
+    "half_precision_backend": (AMP_BACKENDS, "transformers 5 removed apex; fp16/bf16 always use torch.autocast. "
+                                             "Remove it"),
+    "fp16_backend": (AMP_BACKENDS, "transformers 5 removed apex; fp16/bf16 always use torch.autocast. Remove it"),
+    "fp16_opt_level": (("O1",), "apex AMP's opt level, and transformers 5 removed apex; fp16/bf16 use "
+                                "torch.autocast. Remove it"),
+    "jit_mode_eval": ((False,), "transformers 5 no longer runs evaluation through torch.jit.trace; remove it "
+                                "(backend='compile' compiles the model with torch.compile)"),
+    "use_ipex": ((False,), "transformers 5 removed Intel Extension for PyTorch support; remove it (backend='ort' is "
+                           "ortnb's CPU speed-up)"),
+    "past_index": ((-1,), "transformers 5 removed past_index (feeding a model's mems back between steps, for "
+                          "TransformerXL/XLNet); remove it, there is no equivalent"),
+    "tpu_num_cores": ((), "TPU settings have no effect here (ortnb trains on CPUs and CUDA GPUs, and transformers 5 "
+                          "removed the field); remove it"),
+    "mp_parameters": (("",), "transformers 5 removed SageMaker model parallelism; remove it (DDP and DeepSpeed "
+                             "ZeRO 1/2 work with backend='ort')"),
+    "ray_scope": (("last",), "transformers 5 reads the scope of a Ray Tune search from the RAY_SCOPE environment "
+                             "variable; remove it and set RAY_SCOPE instead"),
+}
+# Removed fields that are dropped whatever their value, because transformers 5 does what they asked by itself.
+IGNORED = {"use_mps_device": "transformers 5 uses MPS by itself when there is one"}
 
 
 @dataclass
@@ -64,9 +115,53 @@ class ORTTrainingArguments(TrainingArguments):
                 "subgraphs. Trades compute for activation memory."})
     onnx_opset: int = field(default=17, metadata={"help": "ONNX opset for ORTModule's export (14 to 17)."})
 
+    # -- Optimum 1.27's ORTTrainingArguments took these (transformers 4.36 to 4.53); transformers 5 removed them.
+    # Each is mapped onto its transformers 5 equivalent (one FutureWarning lists the mappings) or refused with the
+    # other problems, naming the way out. Mapped fields are reset to None; the two kept ones stay for scripts.
+    overwrite_output_dir: bool = _removed("kept for the scripts that read it (Optimum's and transformers 4's "
+                                          "examples); Trainer never used it.", default=False)
+    use_legacy_prediction_loop: bool = _removed("kept for scripts that read it; only False (the legacy loop is "
+                                                "gone).", default=False)
+    evaluation_strategy: str | None = _removed("-> eval_strategy.")
+    no_cuda: bool | None = _removed("-> use_cpu.")
+    per_gpu_train_batch_size: int | None = _removed("-> per_device_train_batch_size.")
+    per_gpu_eval_batch_size: int | None = _removed("-> per_device_eval_batch_size.")
+    warmup_ratio: float | None = _removed("-> warmup_steps (below 1 it is the fraction of the training steps).")
+    logging_dir: str | None = _removed("-> the TensorBoard log directory (ORTTrainer hands it to TensorBoardCallback; "
+                                       "transformers 5 reads TENSORBOARD_LOGGING_DIR).")
+    adafactor: bool | None = _removed("-> optim='adafactor'.")
+    group_by_length: bool | None = _removed("-> train_sampling_strategy='group_by_length'.")
+    include_inputs_for_metrics: bool | None = _removed("-> include_for_metrics=['inputs'].")
+    include_tokens_per_second: bool | None = _removed("-> include_num_input_tokens_seen='all' (which logs "
+                                                      "train_tokens_per_second).")
+    torchdynamo: str | None = _removed("-> torch_compile_backend.")
+    fsdp_min_num_params: int | None = _removed("-> fsdp_config['min_num_params'].")
+    fsdp_transformer_layer_cls_to_wrap: str | None = _removed("-> fsdp_config['transformer_layer_cls_to_wrap'].")
+    push_to_hub_model_id: str | None = _removed("-> hub_model_id.")
+    push_to_hub_organization: str | None = _removed("-> hub_model_id='organization/name'.")
+    push_to_hub_token: str | None = _removed("-> hub_token.")
+    tpu_metrics_debug: bool | None = _removed("-> debug='tpu_metrics_debug'.")
+    use_mps_device: bool | None = _removed("ignored: transformers 5 uses MPS by itself.")
+    save_safetensors: bool | None = _removed("only True (transformers 5 always writes safetensors).")
+    half_precision_backend: str | None = _removed("only auto/cpu_amp/cuda_amp (apex is gone).")
+    fp16_backend: str | None = _removed("only auto/cpu_amp/cuda_amp (apex is gone).")
+    fp16_opt_level: str | None = _removed("only 'O1' (apex is gone).")
+    jit_mode_eval: bool | None = _removed("only False.")
+    use_ipex: bool | None = _removed("only False.")
+    past_index: int | None = _removed("only -1.")
+    tpu_num_cores: int | None = _removed("refused (no TPUs here).")
+    mp_parameters: str | None = _removed("only '' (SageMaker model parallelism is gone).")
+    ray_scope: str | None = _removed("only 'last'; set the RAY_SCOPE environment variable instead.")
+
     def __post_init__(self):
+        problems: list[str] = []
+        mapped = self._map_removed_fields(problems)
         ort_optim = self.optim == OrtOptimizerNames.ADAMW_ORT_FUSED.value
-        self.backend = self._check_ort_settings(ort_optim)
+        self.backend = self._check_ort_settings(ort_optim, problems)
+        if mapped:
+            warnings.warn(f"{type(self).__name__} got settings that transformers 5 removed (Optimum's "
+                          f"ORTTrainingArguments took them): {'; '.join(mapped)}. Use the transformers 5 names to "
+                          "silence this warning.", FutureWarning, stacklevel=3)
         if self.backend == Backend.COMPILE:
             self.torch_compile = True  # transformers' own torch.compile path
         if ort_optim:
@@ -85,9 +180,8 @@ class ORTTrainingArguments(TrainingArguments):
 
     # -- checks -----------------------------------------------------------------------------
 
-    def _check_ort_settings(self, ort_optim: bool) -> Backend:
-        """Collect every problem with the settings, then raise once."""
-        problems: list[str] = []
+    def _check_ort_settings(self, ort_optim: bool, problems: list[str]) -> Backend:
+        """Collect every problem with the settings (after those already in ``problems``), then raise once."""
         backend = _parse_enum(Backend, self.backend, "backend", problems)
         problems += option_problems(self.ort_fallback, self.onnx_log_level, self.ort_memory_optimizer_level,
                                     self.onnx_opset, names=TRAINER_NAMES)
@@ -101,7 +195,9 @@ class ORTTrainingArguments(TrainingArguments):
 
     def _check_optimizer(self, ort_optim: bool, problems: list[str]) -> None:
         known = {name.value for name in OptimizerNames}
-        if not ort_optim and str(getattr(self.optim, "value", self.optim)) not in known:
+        if str(_plain(self.optim)) in REMOVED_OPTIMIZERS:
+            problems.append(REMOVED_OPTIMIZERS[str(_plain(self.optim))])
+        elif not ort_optim and str(_plain(self.optim)) not in known:
             problems.append(f"optim={self.optim!r} is unknown. Choose adamw_ort_fused (CUDA), adamw_torch, "
                             "adamw_torch_fused, or another transformers optimizer name.")
         if ort_optim and not (_imports.cuda_available() and _imports.ort_has_cuda()):
@@ -128,6 +224,142 @@ class ORTTrainingArguments(TrainingArguments):
             problems.append("deepspeed zero_optimization.stage=3 with backend='ort' is not supported: ZeRO-3 "
                             "partitions parameters, which ORTModule 1.19 on this torch cannot trace. Use stage 1 or 2, "
                             "or backend='eager' for stage 3.")
+
+    # -- fields transformers 5 removed ---------------------------------------------------------
+
+    def _map_removed_fields(self, problems: list[str]) -> list[str]:
+        """Move each removed field that was given onto its transformers 5 equivalent, or add a problem naming the
+        way out. Returns what was mapped or dropped, for the one FutureWarning."""
+        mapped: list[str] = []
+
+        def move(old: str, new: str, value=None, secret: bool = False) -> None:
+            given = getattr(self, old)
+            value = given if value is None else value
+            current = getattr(self, new)
+            shown = "..." if secret else repr(given)
+            if _plain(current) not in (_plain(TRAINING_DEFAULTS[new].default), _plain(value)):
+                problems.append(f"{old}={shown} and {new}={'...' if secret else repr(_plain(current))} were both "
+                                f"given: {old} is the transformers 4 name of {new}, which transformers 5 removed. "
+                                f"Pass only {new}.")
+            else:
+                setattr(self, new, value)
+                mapped.append(f"{old}={shown} -> {new}={'...' if secret else repr(value)}")
+            setattr(self, old, None)
+
+        def drop(name: str, why: str) -> None:
+            mapped.append(f"{name}={getattr(self, name)!r} dropped ({why})")
+            setattr(self, name, None)
+
+        if _plain(self.optim) == "adamw_hf":
+            self.optim = OptimizerNames.ADAMW_TORCH.value
+            mapped.append(ADAMW_HF_NOTE)
+        for old, new in (("evaluation_strategy", "eval_strategy"), ("no_cuda", "use_cpu"),
+                         ("per_gpu_train_batch_size", "per_device_train_batch_size"),
+                         ("per_gpu_eval_batch_size", "per_device_eval_batch_size")):
+            if getattr(self, old) is not None:
+                move(old, new)
+        if self.torchdynamo is not None:
+            move("torchdynamo", "torch_compile_backend")
+            self.torch_compile = True  # as transformers 4 did (so backend='ort' refuses it with the way out)
+        if self.warmup_ratio is not None:
+            if not 0 <= self.warmup_ratio < 1:
+                problems.append(f"warmup_ratio={self.warmup_ratio!r}: transformers 5 removed warmup_ratio, and a "
+                                "warmup_steps below 1 is now the fraction of the training steps, so the ratio must be "
+                                "in [0, 1). For a warmup over the whole run pass warmup_steps=<number of steps>.")
+            elif self.warmup_ratio:
+                move("warmup_ratio", "warmup_steps")
+            else:
+                drop("warmup_ratio", "0 is the default")
+        for old, new, value in (("adafactor", "optim", "adafactor"),
+                                ("group_by_length", "train_sampling_strategy", "group_by_length")):
+            if getattr(self, old):
+                move(old, new, value)
+            elif getattr(self, old) is not None:
+                drop(old, "False is the default")
+        if self.include_inputs_for_metrics is not None:
+            if self.include_inputs_for_metrics:
+                self.include_for_metrics = [*self.include_for_metrics, *(["inputs"] if "inputs" not in
+                                                                          self.include_for_metrics else [])]
+                mapped.append(f"include_inputs_for_metrics=True -> include_for_metrics={self.include_for_metrics!r}")
+                self.include_inputs_for_metrics = None
+            else:
+                drop("include_inputs_for_metrics", "False is the default")
+        if self.include_tokens_per_second is not None:
+            if self.include_tokens_per_second:
+                if _plain(self.include_num_input_tokens_seen) in ("no", False):
+                    self.include_num_input_tokens_seen = "all"
+                mapped.append("include_tokens_per_second=True -> include_num_input_tokens_seen="
+                              f"{self.include_num_input_tokens_seen!r} (logs train_tokens_per_second)")
+                self.include_tokens_per_second = None
+            else:
+                drop("include_tokens_per_second", "False is the default")
+        if self.tpu_metrics_debug is not None:
+            if self.tpu_metrics_debug:
+                debug = self.debug
+                self.debug = f"{debug} tpu_metrics_debug".strip() if isinstance(debug, str) else \
+                    [*debug, "tpu_metrics_debug"]
+                mapped.append(f"tpu_metrics_debug=True -> debug={self.debug!r}")
+                self.tpu_metrics_debug = None
+            else:
+                drop("tpu_metrics_debug", "False is the default")
+        if self.fsdp_min_num_params == 0:
+            drop("fsdp_min_num_params", "0 is the default")
+        self._map_fsdp_fields(problems, mapped)
+        if self.push_to_hub_token is not None:
+            move("push_to_hub_token", "hub_token", secret=True)
+        self._map_hub_model_id(problems, mapped)
+        if self.logging_dir is not None:  # kept: ORTTrainer hands it to TensorBoardCallback
+            self.logging_dir = os.path.expanduser(os.fspath(self.logging_dir))
+            mapped.append(f"logging_dir={self.logging_dir!r} -> TensorBoard's log directory (transformers 5 reads "
+                          "TENSORBOARD_LOGGING_DIR; ORTTrainer passes logging_dir to its TensorBoardCallback)")
+        for name, why in IGNORED.items():
+            if getattr(self, name) is not None:
+                drop(name, why)
+        if self.use_legacy_prediction_loop:
+            problems.append("use_legacy_prediction_loop=True: transformers 5 removed Trainer.prediction_loop; remove "
+                            "it (evaluate and predict use evaluation_loop).")
+        for name, (harmless, why) in REFUSED_UNLESS.items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if value in harmless:
+                drop(name, "what transformers 5 does anyway")
+            else:
+                problems.append(f"{name}={value!r}: {why}.")
+        return mapped
+
+    def _map_fsdp_fields(self, problems: list[str], mapped: list[str]) -> None:
+        for old, key in (("fsdp_min_num_params", "min_num_params"),
+                         ("fsdp_transformer_layer_cls_to_wrap", "transformer_layer_cls_to_wrap")):
+            value = getattr(self, old)
+            if value is None:
+                continue
+            if self.fsdp_config is not None and not isinstance(self.fsdp_config, dict):
+                problems.append(f"{old}={value!r}: transformers 5 removed it and fsdp_config is a file; put "
+                                f'"{key}": {json.dumps(value if key == "min_num_params" else [value])} into that file.')
+                continue
+            self.fsdp_config = dict(self.fsdp_config or {})
+            self.fsdp_config[key] = value if key == "min_num_params" else [
+                *self.fsdp_config.get(key, []), value]
+            mapped.append(f"{old}={value!r} -> fsdp_config[{key!r}]={self.fsdp_config[key]!r}")
+            setattr(self, old, None)
+
+    def _map_hub_model_id(self, problems: list[str], mapped: list[str]) -> None:
+        model_id, organization = self.push_to_hub_model_id, self.push_to_hub_organization
+        if model_id is None and organization is None:
+            return
+        name = model_id if model_id is not None else os.path.basename(os.path.normpath(self.output_dir))
+        hub_model_id = f"{organization}/{name}" if organization is not None else name
+        given = " and ".join(f"{field_name}={value!r}" for field_name, value in (
+            ("push_to_hub_model_id", model_id), ("push_to_hub_organization", organization)) if value is not None)
+        if self.hub_model_id is not None and self.hub_model_id != hub_model_id:
+            problems.append(f"{given} and hub_model_id={self.hub_model_id!r} were both given: transformers 5 removed "
+                            "the push_to_hub_* fields in favour of hub_model_id='organization/name'. Pass only "
+                            "hub_model_id.")
+        else:
+            self.hub_model_id = hub_model_id
+            mapped.append(f"{given} -> hub_model_id={hub_model_id!r}")
+        self.push_to_hub_model_id = self.push_to_hub_organization = None
 
 
 def _parse_enum(enum, value, name: str, problems: list[str]):

@@ -4,7 +4,9 @@ No training loop is copied. The trainer overrides a few hooks:
 - ``_wrap_model`` (called once the model exists, before DDP/DeepSpeed wrap it) attaches the backend;
 - ``train`` detaches it afterwards, so ``trainer.model`` is a plain PyTorch model again;
 - ``get_optimizer_cls_and_kwargs`` adds ``adamw_ort_fused``;
-- ``compute_loss`` routes ``use_module_with_loss`` through the ORT graph.
+- ``compute_loss`` routes ``use_module_with_loss`` through the ORT graph;
+- ``__init__``, ``evaluate`` and ``predict`` take what Optimum's ORTTrainer took (``tokenizer=`` becomes
+  ``processing_class=``) or refuse it, naming the way out.
 Everything else (evaluate, predict, callbacks, checkpoints, resume, save_model, hyperparameter
 search, DDP, DeepSpeed) is Trainer's own code acting on the user's model.
 """
@@ -15,6 +17,7 @@ import json
 import logging
 import os
 import time
+import warnings
 
 import torch
 from transformers import Seq2SeqTrainer, Trainer, TrainerCallback
@@ -22,21 +25,35 @@ from transformers import Seq2SeqTrainer, Trainer, TrainerCallback
 from .._imports import ort_version
 from ..backends import ortmodule as ort_backend
 from ..backends.options import TRAINER_WAY_OUT
+from ..errors import ConfigError
 from .arguments import Backend, ORTTrainingArguments, OrtOptimizerNames
 
 logger = logging.getLogger("ortnb")
 
 ENGINE_REPORT = "engine_report.json"
 
+_NOT_GIVEN = object()
+PROCESSING_CLASS_POSITION = 5  # model, args, data_collator, train_dataset, eval_dataset, processing_class
+
 
 class _ORTTrainerMixin:
     """What ORTTrainer and ORTSeq2SeqTrainer add to their transformers base class."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, tokenizer=_NOT_GIVEN, feature=_NOT_GIVEN, onnx_model_path=None, **kwargs):
+        # Optimum's ORTTrainer took these; transformers 5's Trainer does not (checked before any work).
+        mapped = _optimum_trainer_arguments(type(self).__name__, args, kwargs, tokenizer, feature, onnx_model_path)
+        if mapped:
+            warnings.warn(f"{type(self).__name__}: {' '.join(mapped)}", FutureWarning, stacklevel=2)
         super().__init__(*args, **kwargs)
         if not isinstance(self.args, ORTTrainingArguments):
             raise TypeError(f"{type(self).__name__} needs ORTTrainingArguments, got {type(self.args).__name__}. "
                             "Replace `TrainingArguments(...)` with `ortnb.ORTTrainingArguments(...)` (same fields).")
+        if self.args.logging_dir is not None:  # transformers 5 removed the field; its TensorBoardCallback reads env
+            from transformers.integrations import TensorBoardCallback
+
+            for callback in self.callback_handler.callbacks:
+                if isinstance(callback, TensorBoardCallback):
+                    callback.logging_dir = self.args.logging_dir
         self._ort_engine: ort_backend.OrtEngine | None = None
         self.first_step_s: float | None = None  # the first optimizer step of train(), export and graph build included
         self.batch_tokens = BatchTokens()  # what the engine computed since the last take(): padded and real tokens
@@ -71,6 +88,16 @@ class _ORTTrainerMixin:
             onnx_prefix=args.onnx_prefix, memory_optimizer_level=args.ort_memory_optimizer_level,
             opset=args.onnx_opset, loss_fn=self._loss_inside_graph if args.use_module_with_loss else None,
             way_out=TRAINER_WAY_OUT)
+
+    # -- evaluation (Optimum 1.13 and older took inference_with_ort) ----------------------------
+
+    def evaluate(self, *args, inference_with_ort=_NOT_GIVEN, **kwargs):
+        _no_inference_with_ort(type(self).__name__, "evaluate", inference_with_ort)
+        return super().evaluate(*args, **kwargs)
+
+    def predict(self, *args, inference_with_ort=_NOT_GIVEN, **kwargs):
+        _no_inference_with_ort(type(self).__name__, "predict", inference_with_ort)
+        return super().predict(*args, **kwargs)
 
     # -- optimizer and loss -------------------------------------------------------------------
 
@@ -135,6 +162,48 @@ class _ORTTrainerMixin:
         with open(path, "w") as handle:
             json.dump(self.engine_report(), handle, indent=2)
         return path
+
+
+def _optimum_trainer_arguments(name: str, args: tuple, kwargs: dict, tokenizer, feature, onnx_model_path) -> list[str]:
+    """Map Optimum's ORTTrainer arguments onto Trainer's (in ``kwargs``) or raise ConfigError naming the way out.
+    Returns what was mapped, for one FutureWarning."""
+    mapped, problems = [], []
+    if tokenizer is not _NOT_GIVEN:
+        given = kwargs.get("processing_class", args[PROCESSING_CLASS_POSITION]
+                           if len(args) > PROCESSING_CLASS_POSITION else None)
+        if tokenizer is not None and given is not None:
+            problems.append(f"{name}(tokenizer=..., processing_class=...): both were given. tokenizer is the name "
+                            "Optimum's ORTTrainer and transformers 4 used for processing_class; pass only "
+                            "processing_class.")
+        elif tokenizer is not None:
+            kwargs["processing_class"] = tokenizer
+        mapped.append("tokenizer= was passed on as processing_class= (tokenizer is the name Optimum's ORTTrainer and "
+                      "transformers 4 used; transformers 5 calls it processing_class): rename it to silence this "
+                      "warning.")
+    if onnx_model_path is not None:
+        problems.append(f"{name}(onnx_model_path={os.fspath(onnx_model_path)!r}): Optimum 1.13 and older evaluated "
+                        "that ONNX model with inference_with_ort=True; ORTTrainer evaluates and predicts in PyTorch. "
+                        "Remove it; for ONNX Runtime inference export the trained model with "
+                        "ortnb.export_onnx(output_dir, 'model.onnx').")
+    if problems:
+        raise ConfigError(problems)
+    if feature is not _NOT_GIVEN:
+        mapped.append(f"feature={feature!r} is ignored (Optimum 1.13 and older: the ONNX export task for "
+                      "inference_with_ort; ORTModule exports the model's own forward, so no task is needed): remove "
+                      "it.")
+    return mapped
+
+
+def _no_inference_with_ort(name: str, method: str, inference_with_ort) -> None:
+    if inference_with_ort is _NOT_GIVEN:
+        return
+    if inference_with_ort:
+        raise ConfigError(f"{name}.{method}(inference_with_ort=True): Optimum 1.13 and older ran evaluation in ONNX "
+                          "Runtime; ORTTrainer evaluates and predicts in PyTorch. Remove it; for ONNX Runtime "
+                          "inference export the trained model with ortnb.export_onnx(output_dir, 'model.onnx') and "
+                          "run it with onnxruntime.InferenceSession.")
+    warnings.warn(f"{name}.{method}(inference_with_ort=False): removed from Optimum 1.14 on; it is what {method} "
+                  "always does. Remove it to silence this warning.", FutureWarning, stacklevel=3)
 
 
 class BatchTokens:
