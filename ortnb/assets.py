@@ -105,11 +105,12 @@ def hamlet_text() -> str:
     return DATASETS["hamlet"].locate().read_text(encoding="utf-8", errors="replace")
 
 
-def load_model(name_or_path: str, task: str, dtype=None, labels=None):
+def load_model(name_or_path: str, task: str, dtype=None, labels=None, new_head: bool = False):
     """(model, tokenizer) for a built-in name, a local directory or a Hub id.
 
     ``labels`` (a ``data_checks.Labels``, what the data holds) sizes a classifier's head and names its
-    outputs in the saved config; without it a classifier has two unnamed classes.
+    outputs in the saved config; without it a classifier has two unnamed classes. ``new_head``: a saved
+    classifier's head does not fit those classes and is replaced (``model_checks.head_plan`` decides).
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
@@ -132,10 +133,16 @@ def load_model(name_or_path: str, task: str, dtype=None, labels=None):
     else:
         source = MODELS[name_or_path].locate() if name_or_path in MODELS else name_or_path
         tokenizer = AutoTokenizer.from_pretrained(source)
+        if new_head and task == "sequence-classification":
+            extra["ignore_mismatched_sizes"] = True  # said before the run: "new 3-class head; ..."
         with _new_head_is_expected():
             model = auto.from_pretrained(source, **extra)
     if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+        from .model_checks import pad_choice
+
+        pad, _ = pad_choice(None, tokenizer.eos_token, getattr(tokenizer, "unk_token", None))
+        if pad is not None:
+            tokenizer.pad_token = pad
     if getattr(model.config, "pad_token_id", None) is None:
         model.config.pad_token_id = tokenizer.pad_token_id
     return model, tokenizer

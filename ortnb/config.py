@@ -53,16 +53,32 @@ class RunConfig:
     """How a batch is padded: longest (to its longest row, rounded up to a multiple of 8) or max_length (every row to seq_len, as Optimum's published examples did). None: longest for classification; a causal LM trains on full blocks of seq_len tokens and needs none."""
     length_grouping: bool | None = None
     """Put rows of similar length in the same batch (Trainer's length-grouped sampler), so little padding is left. None: on when padding is longest."""
-    max_steps: int = 60
-    """Optimizer steps to train."""
+    max_steps: int | None = None
+    """Optimizer steps to train; None: 60, or as many as epochs takes. Set epochs or max_steps, not both."""
+    epochs: float | None = None
+    """Passes over the training rows (1.5 is allowed); the number of steps follows from it. None: max_steps decides."""
     learning_rate: float = 5e-5
     """Peak learning rate (linear decay)."""
     seed: int = 0
     """Seed for weights of new heads, data order and dropout."""
     warmup_steps: int = 5
     """First steps left out of the throughput statistics (graph builds, allocator warm-up)."""
-    eval_samples: int = 0
-    """Held-out samples evaluated at the end (0: no evaluation)."""
+    evaluate: bool = True
+    """Evaluate held-out rows while training (loss and the metric, every eval_every steps); False: measure speed only."""
+    eval_dataset: Any = None
+    """Held-out rows: None takes the dataset's own held-out split (rotten_tomatoes: 1,000 fixed snippets), else eval_fraction of the training rows; or a file path or a datasets.Dataset with the training data's columns."""
+    eval_fraction: float = 0.1
+    """Share of the training rows held out for evaluation when there is no eval_dataset and no built-in split (stratified by class, seeded)."""
+    eval_samples: int | None = None
+    """Most held-out rows evaluated each time (None: all of them); fewer make each evaluation quicker and noisier."""
+    eval_every: int | None = None
+    """Optimizer steps between evaluations; None: five evaluations spread over the run. The run is also evaluated before its first step and after its last."""
+    metric: str | None = None
+    """What "best" means: accuracy or f1 (macro-F1) for classification, perplexity for a causal LM, or loss (the eval loss). None: accuracy, or perplexity for a causal LM."""
+    early_stopping_patience: int | None = None
+    """Stop after this many evaluations in a row without a better metric (None: never stop early)."""
+    report_to: Any = None
+    """Also log to these trackers, as Trainer's report_to: tensorboard, mlflow, wandb (where installed); None: none."""
     threads: int | None = None
     """CPU threads per process; None lets ortnb divide the cores among the processes."""
     output_dir: str = "runs"
@@ -72,7 +88,7 @@ class RunConfig:
 
     def __post_init__(self):
         # pathlib.Path values become their text once, here: config.json, the checks and the worker all read str
-        for name in ("model", "dataset", "output_dir"):
+        for name in ("model", "dataset", "eval_dataset", "output_dir"):
             if isinstance(getattr(self, name), os.PathLike):
                 setattr(self, name, os.fspath(getattr(self, name)))
 
@@ -101,9 +117,10 @@ class RunConfig:
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)
-        if not isinstance(data["dataset"], (str, type(None))):
-            raise TypeError("A RunConfig holding an in-memory datasets.Dataset cannot be written as JSON; "
-                            "save it with dataset.save_to_disk(path) or to a .jsonl file and pass the path.")
+        for name in ("dataset", "eval_dataset"):
+            if not isinstance(data[name], (str, type(None))):
+                raise TypeError(f"A RunConfig whose {name} is an in-memory datasets.Dataset cannot be written as "
+                                "JSON; save it with dataset.save_to_disk(path) or to a .jsonl file and pass the path.")
         return data
 
     def to_json(self, path: str | Path | None = None) -> str:
@@ -121,6 +138,7 @@ class RunConfig:
             raise ConfigError(f"a RunConfig is a mapping of field: value (e.g. {{\"model\": \"minilm\"}}), got a "
                               f"{value_kind(data)}.")
         names = {f.name for f in dataclasses.fields(cls)}
+        data = _upgrade(data)
         unknown = sorted(set(map(str, data)) - names)
         if unknown:
             raise ConfigError(f"Unknown RunConfig field(s): {', '.join(unknown)}. Known: {', '.join(sorted(names))}.")
@@ -135,6 +153,21 @@ class RunConfig:
 
     def replace(self, **changes) -> "RunConfig":
         return dataclasses.replace(self, **changes)
+
+
+DEFAULT_STEPS = 60  # what a run trains when neither max_steps nor epochs is set
+
+
+def _upgrade(data: dict) -> dict:
+    """config.json files written before evaluation while training: eval_samples=0 meant "no evaluation" and
+    N "evaluate N held-out rows at the end"; both read as they were meant."""
+    if "eval_samples" in data and "evaluate" not in data:
+        data = dict(data)
+        if data["eval_samples"] in (0, None):
+            data["evaluate"], data["eval_samples"] = False, None
+        else:
+            data["evaluate"] = True
+    return data
 
 
 def value_kind(value) -> str:

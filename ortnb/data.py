@@ -1,5 +1,10 @@
 """Turn a RunConfig's dataset into tokenized train/eval sets, and the collator that pads its batches.
 
+Rows are read once, by ``datafiles`` (the reader ``validate()`` and ``ortnb.edge`` use too); class names
+become ids in the order of ``data_checks.Labels`` (the model's id2label says the same). The held-out rows
+are the run's ``eval_dataset``, the dataset's own split (rotten_tomatoes: 1,000 fixed snippets), or a
+stratified, seeded fraction of the training rows (``EvalPlan``).
+
 Texts are cut at ``seq_len`` tokens. With padding "longest" (the default for classification) each batch
 is padded to its longest row, rounded up to a multiple of 8; ORTModule exports with dynamic axes, so one
 graph serves every length (the engine report counts exports). "max_length" pads every row to ``seq_len``,
@@ -8,9 +13,11 @@ as Optimum's published examples did. A causal LM trains on the text cut into ful
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from . import assets, data_checks
+from . import assets, data_checks, datafiles
 
 
 def labels_for(dataset, task: str) -> data_checks.Labels | None:
@@ -19,42 +26,108 @@ def labels_for(dataset, task: str) -> data_checks.Labels | None:
     return data_checks.labels(dataset, task) if task != "causal-lm" else None
 
 
-def raw_splits(dataset, task: str, eval_samples: int, seed: int):
-    """(train, eval) of raw rows: columns text[, label] for classification, text for causal LM."""
+@dataclass(frozen=True)
+class EvalPlan:
+    """Which held-out rows a run evaluates (RunConfig's evaluate, eval_dataset, eval_fraction, eval_samples)."""
+
+    enabled: bool = False
+    dataset: Any = None  # explicit held-out rows: a built-in name, a path or a datasets.Dataset
+    fraction: float = 0.1  # of the training rows, when there is neither ``dataset`` nor a built-in split
+    samples: int | None = None  # at most this many rows
+
+    @classmethod
+    def of(cls, cfg) -> "EvalPlan":
+        return cls(bool(cfg.evaluate), cfg.eval_dataset, cfg.eval_fraction, cfg.eval_samples)
+
+
+NO_EVALUATION = EvalPlan()
+
+
+def read_rows(dataset, task: str, labels: data_checks.Labels | None = None):
+    """All rows of ``dataset`` as a datasets.Dataset: ``text`` and, for classification, ``label`` as class ids
+    (names mapped through ``labels``; a ClassLabel feature names them). Built-in rotten_tomatoes: its
+    training rows."""
     from datasets import Dataset
 
     if isinstance(dataset, str) and dataset == "rotten_tomatoes":
-        train, validation = assets.rotten_tomatoes()
-        if not eval_samples:  # an empty eval set would still be "evaluated", with a meaningless result
-            return train, None
-        return train, validation.select(range(min(eval_samples, len(validation))))
+        return assets.rotten_tomatoes()[0]
     if isinstance(dataset, str) and dataset == "hamlet":
-        full = Dataset.from_dict({"text": [assets.hamlet_text()]})
-    elif isinstance(dataset, str):
-        full = _from_file(Path(dataset).expanduser())
-    else:
-        full = dataset
-    if eval_samples and task == "sequence-classification":
-        parts = full.train_test_split(test_size=eval_samples, seed=seed)
-        return parts["train"], parts["test"]
-    return full, None
+        return Dataset.from_dict({"text": [assets.hamlet_text()]})
+    rows = _from_file(Path(dataset).expanduser()) if isinstance(dataset, str) else dataset
+    if task == "causal-lm":
+        return rows.select_columns(["text"])
+    return _with_class_ids(rows.select_columns(["text", "label"]), labels)
 
 
 def _from_file(path: Path):
-    from datasets import Dataset, load_dataset, load_from_disk
+    from datasets import Dataset, load_from_disk
 
     if path.is_dir():  # Dataset.save_to_disk output (launch() stores in-memory datasets so)
         return load_from_disk(str(path))
     if path.suffix == ".txt":
         return Dataset.from_dict({"text": [path.read_text(encoding="utf-8", errors="replace")]})
-    kind = "json" if path.suffix in (".json", ".jsonl") else "csv"
-    return load_dataset(kind, data_files=str(path), split="train")
+    rows = datafiles.read_rows(path)  # the reader validate() and ortnb.edge use: utf-8-sig, values typed once
+    columns = list(dict.fromkeys(key for row in rows for key in row if key in ("text", "label")))
+    return Dataset.from_dict({column: [row.get(column) for row in rows] for column in columns})
 
 
-def encode_labels(rows, labels: data_checks.Labels):
-    """Class names in the label column -> their ids (the model's config records the same mapping)."""
-    ids = labels.label2id
-    return rows.map(lambda batch: {"label": [ids[name] for name in batch["label"]]}, batched=True)
+def _with_class_ids(rows, labels: data_checks.Labels | None):
+    """Class names in the label column become their ids (``labels.names`` order); a ClassLabel feature keeps
+    the names, so the rows and the model's id2label agree. A ``map`` over the column would not do: it keeps
+    the column's string type and the ids would stay text."""
+    from datasets import ClassLabel
+
+    if labels is None or not labels.names:
+        return rows
+    feature, ids = rows.features["label"], labels.label2id
+    if isinstance(feature, ClassLabel):
+        if list(feature.names) == list(labels.names):
+            return rows
+        values = [ids[feature.names[v]] for v in rows["label"]]  # the same classes in another order
+    elif labels.mapped:
+        values = [ids[v] for v in rows["label"]]
+    else:
+        values = list(rows["label"])  # ids already; the names come from a saved head
+    return rows.remove_columns("label").add_column("label", values, feature=ClassLabel(names=list(labels.names)))
+
+
+def splits(dataset, task: str, plan: EvalPlan, seed: int, labels: data_checks.Labels | None = None):
+    """(train, eval or None) of raw rows (text[, label as class ids]). The held-out rows: the plan's
+    eval_dataset, else the dataset's own split (rotten_tomatoes), else a stratified, seeded ``fraction`` of
+    the rows. A causal LM without an eval_dataset holds out its last blocks instead (``tokenize_causal``)."""
+    train = read_rows(dataset, task, labels)
+    if not plan.enabled:
+        return train, None
+    if plan.dataset is not None:
+        return train, _cap(read_rows(plan.dataset, task, labels), plan.samples)
+    if task == "causal-lm":
+        return train, None
+    if isinstance(dataset, str) and dataset == "rotten_tomatoes":
+        return train, _cap(assets.rotten_tomatoes()[1], plan.samples)
+    train_rows, eval_rows = stratified_split(train["label"], plan.fraction, seed)
+    return train.select(train_rows), _cap(train.select(eval_rows), plan.samples)
+
+
+def _cap(rows, samples: int | None):
+    if rows is None or not samples or len(rows) <= samples:
+        return rows
+    return rows.select(range(samples))
+
+
+def stratified_split(labels, fraction: float, seed: int) -> tuple[list[int], list[int]]:
+    """(train rows, held-out rows): ``fraction`` of each class held out (rounded, at least one row of every
+    class that has two or more, never a class's last row), chosen by a seeded shuffle; both sorted."""
+    import numpy as np
+
+    labels = np.asarray(labels)
+    rng = np.random.default_rng(seed)
+    held: list[int] = []
+    for value in np.unique(labels):
+        rows = np.flatnonzero(labels == value)
+        count = 0 if len(rows) < 2 else min(len(rows) - 1, max(1, round(len(rows) * fraction)))
+        held.extend(int(i) for i in rng.permutation(rows)[:count])
+    held_set = set(held)
+    return [i for i in range(len(labels)) if i not in held_set], sorted(held)
 
 
 def padding_plan(padding: str | None, length_grouping: bool | None, task: str) -> tuple[str, bool]:
@@ -85,12 +158,14 @@ def tokenize_classification(rows, tokenizer, seq_len: int, padding: str = "max_l
     return rows.map(encode, batched=True, remove_columns=columns).rename_column("label", "labels")
 
 
-def tokenize_causal(rows, tokenizer, seq_len: int, eval_blocks: int = 0):
-    """Concatenate the text and cut it into blocks of seq_len tokens (labels = inputs)."""
+def tokenize_causal(rows, tokenizer, seq_len: int, eval_fraction: float = 0.0):
+    """Concatenate the text and cut it into blocks of seq_len tokens (labels = inputs). The last
+    ``eval_fraction`` of the blocks (at least one when asked) are held out: no held-out text is trained on."""
     from datasets import Dataset
 
     ids = tokenizer("\n".join(rows["text"]), add_special_tokens=False)["input_ids"]
     blocks = [ids[i:i + seq_len] for i in range(0, len(ids) - seq_len + 1, seq_len)]
+    eval_blocks = min(len(blocks) - 1, max(1, round(len(blocks) * eval_fraction))) if eval_fraction else 0
     split = len(blocks) - eval_blocks
 
     def to_dataset(chunk):
@@ -100,21 +175,44 @@ def tokenize_causal(rows, tokenizer, seq_len: int, eval_blocks: int = 0):
     return to_dataset(blocks[:split]), (to_dataset(blocks[split:]) if eval_blocks else None)
 
 
-def build(dataset, task: str, tokenizer, seq_len: int, eval_samples: int = 0, seed: int = 0,
-          train_samples: int | None = None, labels: data_checks.Labels | None = None, padding: str = "max_length"):
-    """(train, eval or None), tokenized for ``task``; ``train_samples`` keeps only the rows a run reads.
+@dataclass
+class Prepared:
+    """A run's data: tokenized train and eval sets, and the held-out rows' texts (for the examples an
+    evaluation gets most confidently wrong)."""
+
+    train: Any
+    evaluation: Any = None
+    eval_texts: list[str] | None = None
+
+
+def prepare(dataset, task: str, tokenizer, seq_len: int, *, plan: EvalPlan = NO_EVALUATION, seed: int = 0,
+            train_samples: int | None = None, labels: data_checks.Labels | None = None,
+            padding: str = "max_length") -> Prepared:
+    """Tokenized data for ``task``; ``train_samples`` keeps only the rows a run reads (after the held-out rows
+    are set apart, so they do not depend on the run's length).
 
     ``labels`` (from ``data_checks.labels``, looked up when not given) maps class names to ids; a dataset
     that cannot train raises ConfigError naming the file and row before anything is tokenized.
     """
     labels = labels or labels_for(dataset, task)
-    train, evaluation = raw_splits(dataset, task, eval_samples, seed)
-    if train_samples and task == "sequence-classification" and len(train) > train_samples:
-        train = train.shuffle(seed=seed).select(range(train_samples))
+    train, evaluation = splits(dataset, task, plan, seed, labels)
     if task == "causal-lm":
-        return tokenize_causal(train, tokenizer, seq_len, eval_blocks=eval_samples)
-    if labels is not None and labels.mapped:
-        train = encode_labels(train, labels)
-        evaluation = encode_labels(evaluation, labels) if evaluation is not None else None
-    train = tokenize_classification(train, tokenizer, seq_len, padding)
-    return train, (tokenize_classification(evaluation, tokenizer, seq_len, padding) if evaluation is not None else None)
+        if evaluation is not None:  # held-out text of its own
+            held, _ = tokenize_causal(evaluation, tokenizer, seq_len)
+            return Prepared(tokenize_causal(train, tokenizer, seq_len)[0], _cap(held, plan.samples))
+        blocks, held = tokenize_causal(train, tokenizer, seq_len, plan.fraction if plan.enabled else 0.0)
+        return Prepared(blocks, _cap(held, plan.samples))
+    if train_samples and len(train) > train_samples:
+        train = train.shuffle(seed=seed).select(range(train_samples))
+    if evaluation is None:
+        return Prepared(tokenize_classification(train, tokenizer, seq_len, padding))
+    return Prepared(tokenize_classification(train, tokenizer, seq_len, padding),
+                    tokenize_classification(evaluation, tokenizer, seq_len, padding), list(evaluation["text"]))
+
+
+def build(dataset, task: str, tokenizer, seq_len: int, plan: EvalPlan = NO_EVALUATION, seed: int = 0,
+          train_samples: int | None = None, labels: data_checks.Labels | None = None, padding: str = "max_length"):
+    """(train, eval or None), tokenized for ``task`` (see ``prepare``)."""
+    prepared = prepare(dataset, task, tokenizer, seq_len, plan=plan, seed=seed, train_samples=train_samples,
+                       labels=labels, padding=padding)
+    return prepared.train, prepared.evaluation

@@ -10,23 +10,17 @@ Files are looked at once per (path, modification time, size); built-in datasets 
 
 from __future__ import annotations
 
-import csv
 import functools
-import io
-import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from . import datafiles
 
 
 CLASSIFICATION = "sequence-classification"
 TEXT, LABEL = "text", "label"
-_INT = re.compile(r"[+-]?\d+")
-_FLOAT = re.compile(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?|[+-]?(nan|inf)", re.IGNORECASE)
-# pandas (which reads CSV files for the run) turns these into booleans and missing values, so the look does too
-_CSV_BOOLS = {"true": True, "false": False}
-_CSV_MISSING = frozenset(['', '#N/A', '#N/A N/A', '#NA', '-1.#IND', '-1.#QNAN', '-NaN', '-nan', '1.#IND', '1.#QNAN',
-                          '<NA>', 'N/A', 'NA', 'NULL', 'NaN', 'None', 'n/a', 'nan', 'null'])
+ALL_EMPTY = ("{name}: every row's {column!r} is empty or blank, so the model would train on nothing but special "
+             "tokens; put the text in the {column!r} column.")
 
 
 @dataclass(frozen=True)
@@ -107,113 +101,15 @@ def _look_path(path: str, task: str, _mtime_ns: int, _size: int, _ctime_ns: int)
             return _look_dataset(load_from_disk(path), task, file.name)
         except (OSError, ValueError) as error:
             return Look((f"{file.name} cannot be read as a Dataset.save_to_disk() folder ({error}).",))
-    text, problem = _read_text(file)
+    text, problem = datafiles.read_text(file)
     if problem:
         return Look((problem,))
     if file.suffix == ".txt":
         return Look(rows=None)
-    if file.suffix == ".csv":
-        records, problems = _csv_records(text, file.name)
-    elif file.suffix in (".json", ".jsonl"):
-        records, problems = _json_records(text, file.name)
-    else:
-        return Look((f"{file.name}: unsupported file type; use .csv, .json, .jsonl or .txt.",))
+    records, problems = datafiles.records(text, file.name, file.suffix)
     if problems:
         return Look(tuple(problems))
     return _look_records(records, task, file.name)
-
-
-def _read_text(file: Path) -> tuple[str, str | None]:
-    """The file as text, or why it cannot be (empty, not UTF-8)."""
-    try:
-        raw = file.read_bytes()
-    except OSError as error:
-        return "", f"{file.name} cannot be read ({error.strerror}); check its permissions."
-    if not raw.strip():
-        return "", f"{file.name} is empty; put the training rows in it."
-    try:
-        return raw.decode("utf-8-sig"), None  # a byte-order mark is not part of the first column's name
-    except UnicodeDecodeError as error:
-        line = raw[:error.start].count(b"\n") + 1
-        return "", (f"{file.name} is not UTF-8 text: byte {error.start} (line {line}) is 0x{raw[error.start]:02x}; "
-                    f"re-encode it as UTF-8, e.g. iconv -f latin1 -t utf-8 {file.name} > utf8-{file.name}.")
-
-
-def _csv_records(text: str, name: str) -> tuple[list[tuple[str, dict]], list[str]]:
-    """(where, row) pairs of a CSV file with a header, values typed as pandas would read them."""
-    csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))  # pandas reads fields of any length
-    # strict: an unclosed quote is an error (pandas: "EOF inside string"), not a field that swallows the file
-    reader = csv.reader(io.StringIO(text), strict=True)
-    records, problems, start = [], [], 1
-    try:
-        header = next(reader)
-        start = reader.line_num + 1
-        for fields in reader:
-            where, start = f"line {start}", reader.line_num + 1
-            if not fields:
-                continue  # pandas skips blank lines too
-            if len(fields) != len(header):
-                problems.append(f"{name} {where} has {len(fields)} fields but the header has {len(header)} "
-                                f"({', '.join(header)}); quote fields that contain commas.")
-                continue
-            records.append((where, {k: _csv_value(v) for k, v in zip(header, fields)}))
-    except csv.Error as error:
-        return [], [f"{name} line {start} is not valid CSV ({error}); check the quotes that start there."]
-    if not records and not problems:
-        problems.append(f"{name} has a header ({', '.join(header)}) but no rows.")
-    return records, problems[:3]
-
-
-def _csv_value(text: str):
-    if text in _CSV_MISSING:
-        return None
-    if _INT.fullmatch(text.strip()):
-        return int(text)
-    if _FLOAT.fullmatch(text.strip()):
-        return float(text)
-    return _CSV_BOOLS.get(text.lower(), text)
-
-
-def _json_records(text: str, name: str) -> tuple[list[tuple[str, dict]], list[str]]:
-    """(where, row) pairs of a JSON Lines file, or of a JSON file holding a list of objects."""
-    if text.lstrip().startswith("["):
-        try:
-            items = json.loads(text)
-        except json.JSONDecodeError as error:
-            return [], [f"{name} is not valid JSON at line {error.lineno} column {error.colno} ({error.msg}); "
-                        "fix the file."]
-        pairs = [(f"row {i}", item) for i, item in enumerate(items)]
-    else:
-        pairs, problems = _json_lines(text, name)
-        if problems:
-            return [], problems
-    if not pairs:
-        return [], [f"{name} holds no rows."]
-    bad = [(where, item) for where, item in pairs if not isinstance(item, dict)]
-    if bad:
-        where, item = bad[0]
-        return [], [f"{name} {where} is a JSON {_json_kind(item)}, not an object; write each row as "
-                    '{"text": ..., "label": ...}.']
-    return pairs, []
-
-
-def _json_lines(text: str, name: str) -> tuple[list[tuple[str, object]], list[str]]:
-    pairs, problems = [], []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue  # the JSON reader skips blank lines
-        try:
-            pairs.append((f"line {number}", json.loads(line)))
-        except json.JSONDecodeError as error:
-            problems.append(f"{name} line {number} is not valid JSON ({error.msg}: column {error.colno}); fix or "
-                            "remove that line.")
-    if len(problems) > 3:  # the first few say enough, the count says how many
-        problems = problems[:3] + [f"{name}: {len(problems) - 3} more lines are not valid JSON."]
-    return pairs, problems
-
-
-def _json_kind(value) -> str:
-    return {list: "list", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), "null")
 
 
 def _look_records(records: list[tuple[str, dict]], task: str, name: str) -> Look:
@@ -255,10 +151,10 @@ def _missing_column(name: str, column: str, found: list[str], task: str) -> str:
 def _text_problems(name: str, values: list[tuple[str, object]]) -> list[str]:
     bad = [(where, value) for where, value in values if not isinstance(value, str)]
     if not bad:
-        return []
+        return [ALL_EMPTY.format(name=name, column=TEXT)] if all(not v.strip() for _, v in values) else []
     where, value = bad[0]
     more = f" (and {len(bad) - 1} more rows)" if len(bad) > 1 else ""
-    what = "has no text (empty, null or NA)" if value is None else f"has a {_json_kind(value)} as text ({value!r:.40})"
+    what = "has no text (empty, null or NA)" if value is None else f"has a {datafiles.json_kind(value)} as text ({value!r:.40})"
     return [f"{name} {where}{more} {what}; every row needs a string in {TEXT!r}."]
 
 
@@ -295,7 +191,7 @@ def _label_value_problem(name: str, value, where: str) -> str | None:
         return (f"{name} {where}: label {value!r} is not a whole number; labels are class ids 0..K-1 "
                 "(write 1, not 1.0) or class names.")
     if not isinstance(value, (int, str)):
-        return f"{name} {where}: label {value!r:.40} is a {_json_kind(value)}; each row takes one class id or name."
+        return f"{name} {where}: label {value!r:.40} is a {datafiles.json_kind(value)}; each row takes one class id or name."
     return None
 
 
@@ -363,6 +259,10 @@ def _dataset_text_problems(dataset, name: str) -> list[str]:
         count = column.null_count
         return [f"{name} row {row} has no text ({count} row{'s' if count > 1 else ''} without it); fill or drop "
                 "such rows."]
+    import pyarrow.compute as pc
+
+    if len(column) and pc.all(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(column)), 0)).as_py():
+        return [ALL_EMPTY.format(name=name, column=TEXT)]
     return []
 
 

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import assets, data_checks
+from . import assets, data_checks, model_checks
 from .hardware import Capabilities, capabilities
 from .config import Precision, RunConfig, Task
 from .errors import ConfigError
@@ -50,7 +50,34 @@ def validate(cfg: RunConfig, caps: Capabilities | None = None, nodes: int = 1) -
                   _check_data, _check_output, _check_name):
         check(cfg, caps, problems)
     _check_sharding(cfg, nodes, problems)
+    _check_report_to(cfg, problems)
     return problems
+
+
+def notes(cfg: RunConfig) -> list[str]:
+    """What a run of ``cfg`` will do that a user should know before it starts (a new classifier head, the
+    token it pads with), in the words the run log and the summary card use. Empty when there is nothing."""
+    found = []
+    task = run_task(cfg)
+    if task == Task.SEQUENCE_CLASSIFICATION and not _builtin_model(cfg.model) and isinstance(cfg.model, str):
+        try:
+            labels = data_checks.labels(cfg.dataset, task)
+        except ConfigError:
+            labels = None
+        plan = model_checks.head_plan(model_checks.saved_config(cfg.model), labels)
+        if plan.note:
+            found.append(plan.note)
+    folder = _local_model_folder(cfg)
+    if folder is not None:
+        found.extend(model_checks.look_tokenizer(str(folder), task).notes)
+    return found
+
+
+def _local_model_folder(cfg) -> Path | None:
+    if not isinstance(cfg.model, str) or _builtin_model(cfg.model):
+        return None
+    path = Path(cfg.model).expanduser()
+    return path if (path / "config.json").is_file() else None
 
 
 def check(cfg: RunConfig, caps: Capabilities | None = None, nodes: int = 1) -> None:
@@ -85,7 +112,13 @@ def _check_numbers(cfg, caps, problems):
                                                  f"fight for cores; use at most {caps.cpu_cores}."))
     need(_is_int(cfg.batch_size) and cfg.batch_size >= 1, "batch_size", f"must be >= 1, got {cfg.batch_size!r}.")
     need(_is_int(cfg.seq_len) and 8 <= cfg.seq_len <= 8192, "seq_len", f"must be 8 to 8192 tokens, got {cfg.seq_len!r}.")
-    need(_is_int(cfg.max_steps) and cfg.max_steps >= 1, "max_steps", f"must be >= 1, got {cfg.max_steps!r}.")
+    need(cfg.max_steps is None or (_is_int(cfg.max_steps) and cfg.max_steps >= 1), "max_steps",
+         f"must be >= 1 or None, got {cfg.max_steps!r}.")
+    need(cfg.epochs is None or (_is_number(cfg.epochs) and 0 < cfg.epochs <= 10_000), "epochs",
+         f"must be a number of passes over the data above 0 (1, 2.5), or None, got {cfg.epochs!r}.")
+    if cfg.epochs is not None and cfg.max_steps is not None:
+        problems.append(Problem("epochs", f"epochs={cfg.epochs!r} and max_steps={cfg.max_steps!r} both say how long "
+                                          "to train; set one of them and leave the other None."))
     need(_is_int(cfg.warmup_steps) and cfg.warmup_steps >= 0, "warmup_steps",
          f"must be >= 0, got {cfg.warmup_steps!r}.")
     if _is_int(cfg.warmup_steps) and _is_int(cfg.max_steps) and cfg.warmup_steps >= cfg.max_steps >= 1:
@@ -94,10 +127,108 @@ def _check_numbers(cfg, caps, problems):
     need(isinstance(cfg.learning_rate, (int, float)) and 0 < cfg.learning_rate < 1, "learning_rate",
          f"must be between 0 and 1, got {cfg.learning_rate!r}.")
     need(_is_int(cfg.seed) and cfg.seed >= 0, "seed", f"must be a whole number >= 0, got {cfg.seed!r}.")
-    need(_is_int(cfg.eval_samples) and cfg.eval_samples >= 0, "eval_samples",
-         f"must be >= 0, got {cfg.eval_samples!r}.")
+    _check_evaluation_numbers(cfg, problems)
     need(cfg.threads is None or (_is_int(cfg.threads) and cfg.threads >= 1), "threads",
          f"must be None or >= 1, got {cfg.threads!r}.")
+
+
+def _check_evaluation_numbers(cfg, problems):
+    if not isinstance(cfg.evaluate, bool):
+        problems.append(Problem("evaluate", f"must be True or False, got {cfg.evaluate!r}."))
+    if cfg.eval_samples == 0 and _is_int(cfg.eval_samples):
+        problems.append(Problem("eval_samples", "eval_samples=0 no longer turns evaluation off (it is now the most "
+                                                "held-out rows evaluated each time); use evaluate=False for no "
+                                                "evaluation, or eval_samples=None for all held-out rows."))
+    elif cfg.eval_samples is not None and not (_is_int(cfg.eval_samples) and cfg.eval_samples >= 1):
+        problems.append(Problem("eval_samples", f"must be a whole number >= 1 or None, got {cfg.eval_samples!r}."))
+    if not (_is_number(cfg.eval_fraction) and 0 < cfg.eval_fraction < 1):
+        problems.append(Problem("eval_fraction", f"must be a share between 0 and 1 (0.1 holds out 10% of the rows), "
+                                                 f"got {cfg.eval_fraction!r}."))
+    if cfg.eval_every is not None and not (_is_int(cfg.eval_every) and cfg.eval_every >= 1):
+        problems.append(Problem("eval_every", f"must be a number of steps >= 1, or None for five evaluations spread "
+                                              f"over the run, got {cfg.eval_every!r}."))
+    patience = cfg.early_stopping_patience
+    if patience is not None and not (_is_int(patience) and patience >= 1):
+        problems.append(Problem("early_stopping_patience", f"must be a number of evaluations >= 1, or None, got "
+                                                           f"{patience!r}."))
+    elif patience is not None and cfg.evaluate is False:
+        problems.append(Problem("early_stopping_patience", "early stopping needs evaluation, but evaluate=False; set "
+                                                           "evaluate=True or early_stopping_patience=None."))
+    if cfg.evaluate is False and (cfg.eval_every is not None or cfg.metric is not None):
+        set_fields = [name for name in ("eval_every", "metric") if getattr(cfg, name) is not None]
+        problems.append(Problem(set_fields[0], f"{' and '.join(set_fields)} set with evaluate=False: nothing would be "
+                                               "evaluated; set evaluate=True or leave them None."))
+
+
+def _check_evaluation(cfg, task: str, train: data_checks.Look, problems):
+    """The metric fits the task; the held-out rows exist and hold only classes the training rows have."""
+    from .evaluation import METRIC_NAMES, metrics_for
+
+    if cfg.metric is not None and cfg.metric not in metrics_for(task):
+        known = ", ".join(metrics_for(task))
+        if cfg.metric in METRIC_NAMES:
+            message = f"{cfg.metric} is not a metric of {task}; choose {known}."
+        else:
+            message = f"unknown metric {cfg.metric!r}. Choose between {known}."
+        problems.append(Problem("metric", message))
+    if cfg.evaluate is not True:
+        return
+    if cfg.eval_dataset is None:
+        builtin_split = cfg.dataset == "rotten_tomatoes" or task == "causal-lm"
+        if not builtin_split and train.labels is not None and train.rows is not None \
+                and train.rows <= train.labels.count:
+            problems.append(Problem("eval_fraction", f"the {train.rows} rows have one per class, so none can be held "
+                                                     "out for evaluation; give eval_dataset, more rows, or "
+                                                     "evaluate=False."))
+        return
+    if not isinstance(cfg.eval_dataset, str) and not hasattr(cfg.eval_dataset, "column_names"):
+        problems.append(Problem("eval_dataset", f"must be a file path or a datasets.Dataset, got "
+                                                f"{type(cfg.eval_dataset).__name__}."))
+        return
+    if isinstance(cfg.eval_dataset, str) and cfg.eval_dataset in assets.DATASETS:
+        problems.append(Problem("eval_dataset", f"{cfg.eval_dataset} is a built-in training set; leave eval_dataset "
+                                                "None to use its own held-out split, or pass a file."))
+        return
+    held = data_checks.look(cfg.eval_dataset, task)
+    problems.extend(Problem("eval_dataset", message) for message in held.problems)
+    if held.problems or held.labels is None or train.labels is None:
+        return
+    unknown = _unseen_classes(held.labels, train.labels)
+    if unknown:
+        problems.append(Problem("eval_dataset", f"holds classes the training rows lack ({', '.join(unknown)}); the "
+                                                "model cannot learn them: add training rows of those classes or drop "
+                                                "them from the eval set."))
+
+
+def _unseen_classes(held: data_checks.Labels, train: data_checks.Labels) -> list[str]:
+    if held.names and train.names:
+        return sorted(set(held.names) - set(train.names))
+    if held.names or train.names:  # names in one, ids in the other: nothing maps one to the other
+        return list(held.names or [str(i) for i in range(held.count)])[:5]
+    return [str(i) for i in range(train.count, held.count)]
+
+
+def _check_report_to(cfg, problems):
+    if cfg.report_to is None:
+        return
+    names = [cfg.report_to] if isinstance(cfg.report_to, str) else cfg.report_to
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        problems.append(Problem("report_to", f"must be a tracker name or a list of them (tensorboard, mlflow, wandb), "
+                                             f"got {cfg.report_to!r}."))
+        return
+    import importlib.util
+
+    needs = {"tensorboard": ("tensorboard", "tensorboardX"), "mlflow": ("mlflow",), "wandb": ("wandb",)}
+    for name in names:
+        if name in ("none", "all"):
+            problems.append(Problem("report_to", f"report_to={name!r}: name the trackers (tensorboard, mlflow, "
+                                                 "wandb), or None for none."))
+        elif name not in needs:
+            problems.append(Problem("report_to", f"unknown tracker {name!r}. Choose between tensorboard, mlflow, "
+                                                 "wandb."))
+        elif not any(importlib.util.find_spec(module) for module in needs[name]):
+            problems.append(Problem("report_to", f"{name} is not installed: pip install {needs[name][0]}, or leave "
+                                                 f"it out of report_to."))
 
 
 def _check_choices(cfg, caps, problems):
@@ -244,13 +375,11 @@ def _check_data(cfg, caps, problems):
     task = "causal-lm" if text_file else run_task(cfg)
     found = data_checks.look(cfg.dataset, task)
     problems.extend(Problem("dataset", message) for message in found.problems)
-    if task == Task.SEQUENCE_CLASSIFICATION and found.rows and _is_int(cfg.eval_samples) \
-            and cfg.eval_samples >= found.rows:
-        problems.append(Problem("eval_samples", f"eval_samples={cfg.eval_samples} would hold out all {found.rows} "
-                                                "rows of the data and leave none to train on; use fewer, or 0 "
-                                                "for no evaluation."))
-    if found.labels is not None:
-        _check_head(cfg, found.labels, problems)
+    if not found.problems:
+        _check_evaluation(cfg, task, found, problems)
+    folder = _local_model_folder(cfg)
+    if folder is not None and not any(p.field == "model" for p in problems):
+        problems.extend(Problem("model", message) for message in model_checks.look_tokenizer(str(folder), task).problems)
 
 
 def run_task(cfg) -> str:
@@ -259,24 +388,6 @@ def run_task(cfg) -> str:
         return cfg.task
     model = _builtin_model(cfg.model)
     return model.task if model else Task.SEQUENCE_CLASSIFICATION.value
-
-
-def _check_head(cfg, labels: data_checks.Labels, problems):
-    """A saved classifier keeps its head: loading it for another number of classes fails mid-run."""
-    folder = Path(cfg.model).expanduser() if isinstance(cfg.model, str) and not _builtin_model(cfg.model) else None
-    if folder is None or not (folder / "config.json").is_file():
-        return
-    try:
-        saved = json.loads((folder / "config.json").read_text())
-    except (OSError, ValueError):
-        return  # an unreadable config fails in the loader with its own message
-    if not any(str(a).endswith("ForSequenceClassification") for a in saved.get("architectures") or []):
-        return
-    classes = len(saved.get("id2label") or {}) or saved.get("num_labels")
-    if classes and classes != labels.count:
-        problems.append(Problem("model", f"{folder.name} is a classifier with {classes} classes but the data has "
-                                         f"{labels.count}; start from its base model, or train on data with "
-                                         f"{classes} classes."))
 
 
 def _check_output(cfg, caps, problems):
@@ -332,3 +443,7 @@ def _builtin_model(model) -> assets.Asset | None:
 
 def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

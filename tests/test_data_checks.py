@@ -14,7 +14,7 @@ from ortnb import assets, data, data_checks
 from ortnb.config import RunConfig
 from ortnb.data_checks import Labels
 from ortnb.errors import ConfigError
-from ortnb.validation import choices, validate
+from ortnb.validation import choices, notes, validate
 from tests.test_validate import CPU
 
 
@@ -29,7 +29,7 @@ def write(tmp_path, name: str, content: str | bytes) -> str:
 
 
 def classifier(dataset, **changes) -> RunConfig:
-    return RunConfig(**{"model": "tiny-bert", "dataset": dataset, **changes})
+    return RunConfig(**{"model": "tiny-bert", "dataset": dataset, "evaluate": False, **changes})
 
 
 BAD_FILES = [  # (file name, content, what the one problem must say)
@@ -136,23 +136,25 @@ def test_causal_lm_data_needs_only_text(tmp_path):
                      problems[0].message)
 
 
-def test_eval_samples_must_leave_rows_to_train(tmp_path):
+def test_held_out_rows_need_a_class_with_two_rows(tmp_path):
     path = write(tmp_path, "rows.jsonl", jsonl({"text": "a", "label": 0}, {"text": "b", "label": 1}))
-    problems = validate(classifier(path, eval_samples=2), CPU)
-    assert [p.field for p in problems] == ["eval_samples"]
-    assert problems[0].message.startswith("eval_samples=2 would hold out all 2 rows of the data and leave none")
+    problems = validate(classifier(path, evaluate=True), CPU)
+    assert [p.field for p in problems] == ["eval_fraction"]
+    assert problems[0].message.startswith("the 2 rows have one per class, so none can be held out for evaluation")
+    assert validate(classifier(path), CPU) == []  # evaluate=False
 
 
-def test_a_saved_classifier_must_match_the_number_of_classes(tmp_path):
+def test_a_saved_classifier_with_other_classes_gets_a_new_head_said_before_the_run(tmp_path):
     folder = tmp_path / "sentiment-model"
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({"model_type": "bert", "id2label": {"0": "neg", "1": "pos"},
                                                     "architectures": ["BertForSequenceClassification"]}))
+    _, tokenizer = assets.load_model("tiny-bert", "sequence-classification")
+    tokenizer.save_pretrained(folder)
     path = write(tmp_path, "rows.jsonl", jsonl(*({"text": "x", "label": i} for i in range(3))))
-    problems = validate(classifier(path, model=str(folder)), CPU)
-    assert [p.field for p in problems] == ["model"]
-    assert problems[0].message == ("sentiment-model is a classifier with 2 classes but the data has 3; start from "
-                                   "its base model, or train on data with 2 classes.")
+    cfg = classifier(path, model=str(folder))
+    assert validate(cfg, CPU) == []
+    assert notes(cfg) == ["new 3-class head; the saved 2-class head is not used"]
 
 
 # -- a datasets.Dataset, in memory or saved to disk ------------------------------------------------
@@ -251,7 +253,8 @@ def test_build_maps_class_names_to_ids(tmp_path):
     path = write(tmp_path, "rows.jsonl", jsonl(*({"text": f"text {i}", "label": ["pos", "neg", "neutral"][i % 3]}
                                                   for i in range(12))))
     _, tokenizer = assets.load_model("tiny-bert", "sequence-classification")
-    train, evaluation = data.build(path, "sequence-classification", tokenizer, seq_len=8, eval_samples=3)
+    train, evaluation = data.build(path, "sequence-classification", tokenizer, seq_len=8,
+                                   plan=data.EvalPlan(True))  # a tenth of each class: one row
     assert sorted(set(train["labels"]) | set(evaluation["labels"])) == [0, 1, 2]
     assert len(train) == 9 and len(evaluation) == 3 and len(train[0]["input_ids"]) == 8
 
@@ -266,9 +269,11 @@ def test_load_model_sizes_and_names_the_head():
     assert default.classifier.out_features == 2
 
 
-def test_no_evaluation_set_without_eval_samples():
-    train, evaluation = data.raw_splits("rotten_tomatoes", "sequence-classification", eval_samples=0, seed=0)
-    assert evaluation is None and len(train) > 10_000
+def test_no_evaluation_set_without_evaluation():
+    train, evaluation = data.splits("rotten_tomatoes", "sequence-classification", data.NO_EVALUATION, seed=0)
+    assert evaluation is None and len(train) == 11_808
+    train, evaluation = data.splits("rotten_tomatoes", "sequence-classification", data.EvalPlan(True), seed=0)
+    assert len(evaluation) == 1_000 and len(train) == 11_808  # the fixed held-out snippets
 
 
 @pytest.mark.slow

@@ -58,7 +58,7 @@ BAD = [  # (changes, capabilities, field, what the message must say)
     ({"learning_rate": 0.0}, CPU, "learning_rate", r"between 0 and 1"),
     ({"learning_rate": 5.0}, CPU, "learning_rate", r"between 0 and 1"),
     ({"seed": -3}, CPU, "seed", r">= 0"),
-    ({"eval_samples": -1}, CPU, "eval_samples", r">= 0"),
+    ({"eval_samples": -1}, CPU, "eval_samples", r">= 1 or None"),
     ({"threads": 0}, CPU, "threads", r"None or >= 1"),
     ({"task": "translation"}, CPU, "task", r"unknown task 'translation'"),
     ({"task": "causal-lm"}, CPU, "task", r"encoder \(BERT\) and cannot be a causal LM"),

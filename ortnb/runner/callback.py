@@ -92,6 +92,10 @@ class RunCallback(TrainerCallback):
             control.should_training_stop = True
             control.should_save = True
 
+    def on_evaluate(self, args, state, control, **kwargs):
+        # Evaluation (and saving the best weights) happened between two steps: not training time.
+        self._last = time.perf_counter()
+
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or "loss" not in logs or not self._pending:
             return

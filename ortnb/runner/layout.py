@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -13,6 +14,8 @@ STATUS = "status.json"
 LOG = "run.log"
 PEAK = "peak.json"
 MODEL = "model"
+BEST = "best"  # the weights of the best evaluation (runner/evaluation.py)
+BEST_MARKER = "ortnb-best.json"  # written last into best/: step, metric, value
 HEARTBEAT = "heartbeat"  # touched every few seconds by the supervisor and the writing rank
 
 
@@ -31,6 +34,16 @@ def checkpoints(run_dir: Path) -> list[Path]:
     found = [p for p in Path(run_dir).glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
     complete = [p for p in found if (p / "config.json").exists() and any(p.glob("model*.safetensors"))]
     return sorted(complete, key=lambda p: int(p.name.split("-")[-1]))
+
+
+def best(run_dir: Path) -> dict | None:
+    """The best evaluation's marker ({step, metric, value, ...}, with ``folder``) when best/ is whole; else None."""
+    folder = Path(run_dir) / BEST
+    try:
+        marker = json.loads((folder / BEST_MARKER).read_text())
+    except (OSError, ValueError):
+        return None
+    return {**marker, "folder": str(folder)} if isinstance(marker, dict) else None
 
 
 def new_run_dir(output_dir: str | Path, label: str) -> Path:

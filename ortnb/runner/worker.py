@@ -7,29 +7,39 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import sys
 import traceback
 from pathlib import Path
 
-from ..config import RunConfig
+from .. import evaluation
+from ..config import DEFAULT_STEPS, RunConfig
+from ..errors import ConfigError
 from . import layout, liveness, status_file
+from .evaluation import ClassificationMetrics, EvalCallback
 from .stream import MetricsWriter
 
 DEEPSPEED_CONFIG = {"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
                     "gradient_clipping": "auto", "zero_allow_untested_optimizer": True}
 
 
-def training_arguments(cfg: RunConfig, run_dir: Path, world: int = 1, length_grouping: bool = False):
+def training_arguments(cfg: RunConfig, run_dir: Path, world: int = 1, length_grouping: bool = False,
+                       max_steps: int | None = None, eval_every: int | None = None):
+    """Trainer's arguments for a run; ``eval_every`` None: no evaluation while training."""
     from ..training import ORTTrainingArguments
 
     deepspeed = {**DEEPSPEED_CONFIG, "zero_optimization": {"stage": cfg.zero_stage}} if cfg.zero_stage else None
+    evaluation = ({"eval_strategy": "steps", "eval_steps": eval_every, "eval_on_start": True} if eval_every
+                  else {"eval_strategy": "no"})
+    report_to = [cfg.report_to] if isinstance(cfg.report_to, str) else list(cfg.report_to or [])
     return ORTTrainingArguments(
-        output_dir=str(run_dir), backend=cfg.backend, optim=cfg.optim, max_steps=cfg.max_steps,
+        output_dir=str(run_dir), backend=cfg.backend, optim=cfg.optim, max_steps=max_steps or cfg.max_steps or
+        DEFAULT_STEPS, **evaluation,
         per_device_train_batch_size=cfg.batch_size, per_device_eval_batch_size=cfg.batch_size,
         learning_rate=cfg.learning_rate, seed=cfg.seed, bf16=cfg.precision == "bf16", fp16=cfg.precision == "fp16",
         use_cpu=_no_cuda() and not cfg.zero_stage,  # use_cpu=True would switch DeepSpeed off
-        deepspeed=deepspeed, logging_steps=1, save_strategy="no", report_to=[], disable_tqdm=True,
+        deepspeed=deepspeed, logging_steps=1, save_strategy="no", report_to=report_to, disable_tqdm=True,
         logging_nan_inf_filter=False,  # the NaN guard must see a NaN loss, not a smoothed stand-in
         ddp_backend="gloo" if _no_cuda() and world > 1 else None, dataloader_num_workers=0,
         train_sampling_strategy="group_by_length" if length_grouping else "random",  # Trainer's own sampler
@@ -63,20 +73,33 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
 
     set_seed(cfg.seed)  # new heads (the classifier) start from the same weights in every run being compared
     phase("loading model")
-    labels = data.labels_for(cfg.dataset, task)  # the data's classes size and name the head (None: causal LM)
-    model, tokenizer = assets.load_model(cfg.model, task, labels=labels)
+    model, tokenizer, labels = _load_model(cfg, task, writer)
     phase("tokenizing")
     padding, grouping = data.padding_plan(cfg.padding, cfg.length_grouping, task)
-    train, evaluation = data.build(cfg.dataset, task, tokenizer, cfg.seq_len, cfg.eval_samples, cfg.seed,
-                                   train_samples=cfg.max_steps * cfg.batch_size * world, labels=labels,
-                                   padding=padding)
+    prepared = data.prepare(cfg.dataset, task, tokenizer, cfg.seq_len, plan=data.EvalPlan.of(cfg), seed=cfg.seed,
+                            train_samples=cfg.max_steps * cfg.batch_size * world if cfg.max_steps else None,
+                            labels=labels, padding=padding)
+    train, held_out = prepared.train, prepared.evaluation
+    max_steps = planned_steps(cfg, len(train), world)
+    interval = evaluation.eval_interval(max_steps, cfg.eval_every) if held_out is not None else None
     peak = json.loads((run_dir / layout.PEAK).read_text())["flops"] if (run_dir / layout.PEAK).exists() else None
     callback = RunCallback(run_dir, writer, samples_per_step=cfg.batch_size * world,
                            token_flops=flops.TokenFlops(model), peak_flops=peak)
-    trainer = ORTTrainer(model=model, args=training_arguments(cfg, run_dir, world, grouping), train_dataset=train,
-                         eval_dataset=evaluation, processing_class=tokenizer, callbacks=[callback],
-                         data_collator=None if padding == "blocks" else data.collator(tokenizer, padding))
+    callbacks, scores = [callback], None
+    if held_out is not None:
+        scores = (ClassificationMetrics(list(labels.names) if labels and labels.names else None, prepared.eval_texts)
+                  if task != "causal-lm" else None)
+        evaluator = EvalCallback(run_dir, writer, metric=cfg.metric or evaluation.default_metric(task),
+                                 patience=cfg.early_stopping_patience, interval=interval, samples=len(held_out),
+                                 metrics=scores)
+        callbacks.insert(0, evaluator)  # it saves the best weights before RunCallback restarts the step clock
+    trainer = ORTTrainer(model=model, args=training_arguments(cfg, run_dir, world, grouping, max_steps, interval),
+                         train_dataset=train, eval_dataset=held_out, processing_class=tokenizer, callbacks=callbacks,
+                         data_collator=None if padding == "blocks" else data.collator(tokenizer, padding),
+                         compute_metrics=scores)
     callback.trainer = trainer
+    if held_out is not None:
+        evaluator.trainer = trainer
     _never_recreate_the_folder(trainer, run_dir)
     if fault:
         from .faults import FaultCallback
@@ -84,25 +107,56 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
         trainer.add_callback(FaultCallback(fault))
     if writer:
         writer.event("started", label=cfg.label, world_size=world, rank=rank, node_rank=_node_rank(),
-                     task=task, train_samples=len(train), max_steps=cfg.max_steps, padding=padding,
-                     length_grouping=grouping,
+                     task=task, train_samples=len(train), max_steps=max_steps, epochs=cfg.epochs, padding=padding,
+                     length_grouping=grouping, eval_samples=len(held_out) if held_out is not None else 0,
+                     eval_every=interval, metric=(cfg.metric or evaluation.default_metric(task)) if interval else None,
+                     labels=list(labels.names) if labels and labels.names else None,
                      parameters=sum(p.numel() for p in model.parameters()))
     phase("first step")
     trainer.train()
     outcome = "stopped" if callback.stopped else "completed"
-    if evaluation is not None and outcome == "completed":
-        results = trainer.evaluate()
-        if writer:
-            writer.event("eval", **results)
     if not callback.stopped:  # a stopped run was checkpointed by Trainer (RunCallback asked for a save)
         trainer.save_model(str(run_dir / layout.MODEL))
     if writer:
         writer.event("engine", **trainer.engine_report())
         final = {"forced": False} if outcome == "stopped" else {}
+        if held_out is not None and evaluator.early_stopped:
+            final["early_stopped"] = True
         # The same on every rank when gradients were synchronised: lets nodes be compared (item 23).
         writer.event(outcome, step=trainer.state.global_step, **final,
                      parameter_checksum=parameter_checksum(trainer.model))
     return outcome
+
+
+def planned_steps(cfg: RunConfig, train_rows: int, world: int) -> int:
+    """Optimizer steps of a run: max_steps; else epochs over the rows (each rank reads ceil(rows / ranks) of
+    them per epoch, as Trainer's sampler does); else DEFAULT_STEPS."""
+    if cfg.max_steps:
+        return int(cfg.max_steps)
+    if cfg.epochs:
+        per_epoch = math.ceil(math.ceil(train_rows / world) / cfg.batch_size)
+        return max(1, math.ceil(cfg.epochs * per_epoch))
+    return DEFAULT_STEPS
+
+
+def _load_model(cfg: RunConfig, task: str, writer):
+    """(model, tokenizer, labels): the head sized for the data's classes (a new one when a saved head does not
+    fit them, said in the run log and the stream), the tokenizer checked as validate() checks it."""
+    from .. import assets, data, model_checks
+
+    labels = data.labels_for(cfg.dataset, task)  # the data's classes size and name the head (None: causal LM)
+    builtin = cfg.model in assets.MODELS
+    plan = model_checks.head_plan(None if builtin else model_checks.saved_config(cfg.model), labels)
+    model, tokenizer = assets.load_model(cfg.model, task, labels=plan.labels, new_head=plan.new_head)
+    found = model_checks.TokenizerLook() if builtin else model_checks.tokenizer_problems(
+        tokenizer, Path(cfg.model).name, task)
+    if found.problems:
+        raise ConfigError([f"model: {p}" for p in found.problems])
+    for note in [plan.note, *found.notes]:
+        if note and writer:
+            print(f"ortnb: {note}", flush=True)  # run.log
+            writer.event("note", text=note)
+    return model, tokenizer, plan.labels
 
 
 def parameter_checksum(model) -> float:

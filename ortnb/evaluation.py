@@ -1,0 +1,149 @@
+"""Evaluation while training, as pure functions: the metrics, which one is "best", when to evaluate, when
+to stop early. The worker's callback (runner/evaluation.py) feeds them Trainer's evaluations; the
+Dashboard, ``compare`` and the report read the eval events they produce.
+
+Classification: accuracy, macro-F1 (the mean F1 of the classes that occur among labels or predictions,
+as scikit-learn's ``f1_score(average="macro")``), the confusion matrix (rows: true class, columns:
+predicted) and the most confidently wrong rows. Causal LM: perplexity, exp(eval loss per token).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+CLASSIFICATION_METRICS = ("accuracy", "f1", "loss")
+CAUSAL_METRICS = ("perplexity", "loss")
+HIGHER_IS_BETTER = {"accuracy": True, "f1": True, "loss": False, "perplexity": False}
+METRIC_NAMES = {"accuracy": "accuracy", "f1": "macro-F1", "loss": "eval loss", "perplexity": "perplexity"}
+EVALUATIONS_PER_RUN = 5  # eval_every=None spreads this many over the run (plus one before the first step)
+WRONG_SHOWN = 5
+
+
+def default_metric(task: str) -> str:
+    return "perplexity" if task == "causal-lm" else "accuracy"
+
+
+def metrics_for(task: str) -> tuple[str, ...]:
+    return CAUSAL_METRICS if task == "causal-lm" else CLASSIFICATION_METRICS
+
+
+def eval_interval(max_steps: int, eval_every: int | None) -> int:
+    """Steps between evaluations: as asked, or about EVALUATIONS_PER_RUN spread over ``max_steps``."""
+    if eval_every:
+        return int(eval_every)
+    return max(1, math.ceil(max_steps / EVALUATIONS_PER_RUN))
+
+
+def planned_evaluations(max_steps: int, interval: int) -> list[int]:
+    """The steps a run evaluates at: 0 (before training), every ``interval`` steps, and the last step."""
+    steps = [0, *range(interval, max_steps + 1, interval)]
+    return steps if steps[-1] == max_steps else [*steps, max_steps]
+
+
+def is_better(metric: str, value: float | None, best: float | None) -> bool:
+    """Whether ``value`` improves on ``best`` (a NaN never does; anything beats no value)."""
+    if value is None or not math.isfinite(value):
+        return False
+    if best is None:
+        return True
+    return value > best if HIGHER_IS_BETTER[metric] else value < best
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    exp = np.exp(shifted)
+    return exp / exp.sum(axis=-1, keepdims=True)
+
+
+@dataclass(frozen=True)
+class ClassificationResult:
+    accuracy: float
+    f1: float
+    confusion: list[list[int]]
+    wrong: list[dict]  # the most confidently wrong rows: row, label, predicted, confidence (and text)
+
+
+def classify(logits, labels, names: list[str] | None = None, texts: list[str] | None = None,
+             top_wrong: int = WRONG_SHOWN) -> ClassificationResult:
+    """Accuracy, macro-F1, confusion matrix and the most confidently wrong rows of one evaluation."""
+    logits, labels = np.asarray(logits, dtype=np.float64), np.asarray(labels, dtype=np.int64)
+    count = logits.shape[-1]
+    probabilities = softmax(logits)
+    predicted = probabilities.argmax(axis=-1)
+    confusion = np.zeros((count, count), dtype=np.int64)
+    np.add.at(confusion, (labels, predicted), 1)
+    accuracy = float((predicted == labels).mean()) if len(labels) else math.nan
+    return ClassificationResult(accuracy, macro_f1(confusion), confusion.tolist(),
+                                confidently_wrong(probabilities, labels, names, texts, top_wrong))
+
+
+def macro_f1(confusion: np.ndarray) -> float:
+    """Mean F1 over the classes that occur as a label or a prediction (scikit-learn's macro average)."""
+    confusion = np.asarray(confusion)
+    true_positive = np.diag(confusion).astype(np.float64)
+    labelled, predicted = confusion.sum(axis=1), confusion.sum(axis=0)
+    present = (labelled + predicted) > 0
+    if not present.any():
+        return math.nan
+    f1 = 2 * true_positive[present] / (labelled[present] + predicted[present])
+    return float(f1.mean())
+
+
+def confidently_wrong(probabilities: np.ndarray, labels: np.ndarray, names=None, texts=None,
+                      top: int = WRONG_SHOWN) -> list[dict]:
+    """The wrong predictions made with the highest probability, most confident first."""
+    predicted = probabilities.argmax(axis=-1)
+    wrong = np.flatnonzero(predicted != labels)
+    confidence = probabilities[wrong, predicted[wrong]]
+    order = wrong[np.argsort(-confidence, kind="stable")][:top]
+
+    def name(index: int) -> str:
+        return names[index] if names else str(index)
+
+    rows = []
+    for row in order:
+        entry = {"row": int(row), "label": name(int(labels[row])), "predicted": name(int(predicted[row])),
+                 "confidence": float(probabilities[row, predicted[row]])}
+        if texts is not None:
+            entry["text"] = texts[row][:300]
+        rows.append(entry)
+    return rows
+
+
+def perplexity(eval_loss: float | None) -> float | None:
+    """exp(mean token loss); infinite when the loss overflows, None without a loss."""
+    if eval_loss is None or not math.isfinite(eval_loss):
+        return None
+    return math.exp(eval_loss) if eval_loss < 700 else math.inf
+
+
+def metric_value(record: dict, metric: str) -> float | None:
+    """The value of ``metric`` in an eval event (``loss`` is the eval loss)."""
+    value = record.get("eval_loss" if metric == "loss" else metric)
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+@dataclass
+class BestTracker:
+    """The best evaluation so far and how many evaluations since have not improved on it."""
+
+    metric: str
+    patience: int | None = None
+    best_value: float | None = None
+    best_step: int | None = None
+    since_best: int = 0
+
+    def update(self, step: int, value: float | None) -> bool:
+        """Record one evaluation; returns whether it is a new best."""
+        if is_better(self.metric, value, self.best_value):
+            self.best_value, self.best_step, self.since_best = value, step, 0
+            return True
+        self.since_best += 1
+        return False
+
+    @property
+    def should_stop(self) -> bool:
+        return bool(self.patience) and self.since_best >= self.patience

@@ -1,0 +1,96 @@
+"""Evaluation while a run trains: Trainer evaluates (before the first step, every ``eval_every`` steps and
+after the last); this callback turns each evaluation into an ``eval`` event, keeps the best weights in
+``best/`` and stops the run early when told to.
+
+``best/`` is written as a whole: the weights go to ``best.tmp/``, a marker (``ortnb-best.json``: step,
+metric, value) is written last, and the folder is renamed into place. A folder without the marker is
+never read as the best checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+from .. import evaluation
+from . import layout
+
+
+class ClassificationMetrics:
+    """Trainer's ``compute_metrics`` for a classifier: accuracy and macro-F1 go to Trainer (numbers only, so
+    every tracker in report_to takes them); the confusion matrix and the most confidently wrong rows wait in
+    ``details`` for the eval event."""
+
+    def __init__(self, names: list[str] | None, texts: list[str] | None):
+        self.names, self.texts = names, texts
+        self.details: dict = {}
+
+    def __call__(self, prediction) -> dict:
+        logits = prediction.predictions[0] if isinstance(prediction.predictions, tuple) else prediction.predictions
+        result = evaluation.classify(logits, prediction.label_ids, self.names, self.texts)
+        self.details = {"confusion": result.confusion, "wrong": result.wrong}
+        return {"accuracy": result.accuracy, "f1": result.f1}
+
+
+class EvalCallback(TrainerCallback):
+    """Eval events, the best checkpoint and early stopping, the same on every rank (metrics are gathered)."""
+
+    def __init__(self, run_dir: Path, writer, *, metric: str, patience: int | None, interval: int,
+                 samples: int, metrics: ClassificationMetrics | None = None, on_evaluated=None):
+        self.run_dir, self.writer = Path(run_dir), writer
+        self.tracker = evaluation.BestTracker(metric, patience)
+        self.interval, self.samples, self.metrics = interval, samples, metrics
+        self.on_evaluated = on_evaluated  # RunCallback restarts its step clock: evaluation is no training time
+        self.trainer = None
+        self.early_stopped = False
+        self._started = None
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step >= state.max_steps:
+            control.should_evaluate = True  # always an evaluation of the final weights
+
+    def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+        record = self._record(state, metrics or {})
+        improved = self.tracker.update(state.global_step, evaluation.metric_value(record, self.tracker.metric))
+        record.update(best=improved, best_step=self.tracker.best_step, best_value=self.tracker.best_value)
+        if improved and self.trainer is not None:
+            self._save_best(state.global_step, record)
+        if self.tracker.should_stop and state.global_step < state.max_steps:
+            self.early_stopped = True
+            control.should_training_stop = True
+            record["early_stop"] = (f"no better {evaluation.METRIC_NAMES[self.tracker.metric]} in "
+                                    f"{self.tracker.since_best} evaluations since step {self.tracker.best_step}")
+        if self.writer:
+            self.writer.event("eval", **record)
+        if self.on_evaluated:
+            self.on_evaluated()
+
+    def _record(self, state, metrics: dict) -> dict:
+        loss = metrics.get("eval_loss")
+        record = {"step": state.global_step, "epoch": state.epoch or 0.0, "wall_time": time.time(),
+                  "eval_loss": loss, "eval_time_s": metrics.get("eval_runtime"), "samples": self.samples,
+                  "metric": self.tracker.metric}
+        if self.metrics is not None:
+            record.update(accuracy=metrics.get("eval_accuracy"), f1=metrics.get("eval_f1"), **self.metrics.details)
+        else:
+            record["perplexity"] = evaluation.perplexity(loss)
+        return record
+
+    def _save_best(self, step: int, record: dict) -> None:
+        """Every rank calls save_model (DeepSpeed gathers through it); the writing rank moves the folder."""
+        staging = self.run_dir / (layout.BEST + ".tmp")
+        self.trainer.save_model(str(staging))
+        if not self.writer:
+            return
+        marker = {"step": step, "metric": self.tracker.metric, "value": self.tracker.best_value,
+                  "epoch": record.get("epoch"), "wall_time": record["wall_time"]}
+        (staging / layout.BEST_MARKER).write_text(json.dumps(marker))
+        target, old = self.run_dir / layout.BEST, self.run_dir / (layout.BEST + ".old")
+        if target.exists():
+            target.rename(old)
+        staging.rename(target)
+        shutil.rmtree(old, ignore_errors=True)
