@@ -119,13 +119,21 @@ def _step(checkpoint: Path) -> int:
 
 
 def find_model_dir(folder: Path) -> Path:
-    """The save_pretrained folder in ``folder``: itself, its ``model/`` (an ortnb run's final model) or its
-    latest complete ``checkpoint-N`` (a Trainer's output_dir, or a stopped run)."""
+    """The save_pretrained folder in ``folder``: itself, an ortnb run's ``best/`` (the best evaluation's weights)
+    or ``model/`` (its final model), or the latest complete ``checkpoint-N`` (a Trainer's output_dir, or a
+    stopped run)."""
     if not folder.is_dir():
         raise FileNotFoundError(f"no folder {str(folder)!r}: pass the directory save_pretrained wrote, a Trainer's "
                                 "output_dir, an ortnb run folder, or the model itself")
     if _is_model_dir(folder):
         return folder
+    from .runner import layout
+
+    best = layout.best(folder)  # an ortnb run that evaluated: its best weights, and saying so
+    if best is not None and _is_model_dir(Path(best["folder"])):
+        print(f"ortnb: exporting the best evaluation's weights (step {best['step']}, {best['metric']} "
+              f"{best['value']:.4g}) from {best['folder']}")
+        return Path(best["folder"])
     if _is_model_dir(folder / "model"):
         return folder / "model"
     checkpoints = sorted((p for p in folder.glob("checkpoint-*") if _step(p) >= 0 and _is_model_dir(p)), key=_step)

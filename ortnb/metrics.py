@@ -146,8 +146,72 @@ def summarize(records: list[dict], warmup_steps: int) -> dict:
         "fallback": engine.get("fallback"),
         "first_step_s": engine.get("time_to_first_step_s"),
         "exports": engine.get("exports"),
+        "notes": [e.get("text") for e in events(records, "note") if e.get("text")],
     }
+    summary.update({f"eval_{key}" if key in ("metric", "evaluations") else key: value
+                    for key, value in evaluation_summary(records).items()})
     return summary
+
+
+EVAL_COLUMNS = ["step", "epoch", "wall_s", "eval_loss", "accuracy", "f1", "perplexity", "eval_time_s", "samples",
+                "best"]
+
+
+def evaluations(records: list[dict]) -> list[dict]:
+    """The eval events of a run, in order (evaluation while training)."""
+    return events(records, "eval")
+
+
+def run_start(records: list[dict]) -> float | None:
+    """When the run began (its first event): what "reached at 1:12" counts from."""
+    first = next((r for r in records if r.get("kind") == "event" and isinstance(r.get("time"), (int, float))), None)
+    return first["time"] if first else None
+
+
+def evaluations_frame(records: list[dict]):
+    """One row per evaluation: step, epoch, seconds since the run began, eval loss and the metrics."""
+    import pandas as pd
+
+    start = run_start(records)
+    rows = [{key: e.get(key) for key in EVAL_COLUMNS} | {"wall_s": _since(e, start)} for e in evaluations(records)]
+    return pd.DataFrame(rows, columns=EVAL_COLUMNS)
+
+
+def _since(event: dict, start: float | None) -> float | None:
+    moment = event.get("wall_time", event.get("time"))
+    return moment - start if start is not None and isinstance(moment, (int, float)) else None
+
+
+def best_evaluation(records: list[dict]) -> dict | None:
+    """The evaluation that was best by the run's metric (the first to reach the best value), or None."""
+    found = [e for e in evaluations(records) if e.get("best")]
+    return found[-1] if found else None
+
+
+def evaluation_summary(records: list[dict]) -> dict:
+    """The best metric, its step and when it was first reached (s since the run began); the last evaluation's
+    values; whether the run stopped early. Empty without evaluations."""
+    found = evaluations(records)
+    if not found:
+        return {}
+    best, last = best_evaluation(records), found[-1]
+    metric = last.get("metric")
+    final = final_event(records) or {}
+    value = best.get("eval_loss" if metric == "loss" else metric) if best else None
+    return {"metric": metric, "best_value": value, "best_step": best.get("step") if best else None,
+            "best_reached_s": _since(best, run_start(records)) if best else None,
+            "evaluations": len(found), "eval_loss": last.get("eval_loss"), "accuracy": last.get("accuracy"),
+            "f1": last.get("f1"), "perplexity": last.get("perplexity"),
+            "early_stopped": bool(final.get("early_stopped"))}
+
+
+def planned_steps(records: list[dict], max_steps: int | None) -> int:
+    """The steps a run trains: what its worker planned (started event: from epochs, or max_steps), else the
+    config's max_steps, else the default."""
+    from .config import DEFAULT_STEPS
+
+    started = next((e for e in events(records, "started") if isinstance(e.get("max_steps"), int)), None)
+    return started["max_steps"] if started else (max_steps or DEFAULT_STEPS)
 
 
 def padding_fraction(step_records: list[dict]) -> float | None:

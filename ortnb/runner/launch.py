@@ -84,24 +84,62 @@ class Run:
         return {"label": self.config.label, "status": self.status, "run_dir": str(self.run_dir),
                 **metrics.summarize(self.records(), self.config.warmup_steps)}
 
-    def load_model(self):
-        """The trained model (or the last whole checkpoint of a stopped run), as PyTorch."""
-        from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
+    @property
+    def evaluations(self):
+        """One row per evaluation while training (step, epoch, wall_s, eval_loss, accuracy, f1 or perplexity)."""
+        return metrics.evaluations_frame(self.records())
 
-        folder = self.run_dir / layout.MODEL
-        if not folder.exists():
-            checkpoints = layout.checkpoints(self.run_dir)
-            if not checkpoints:
-                raise FileNotFoundError(f"{self.run_dir} holds no model and no whole checkpoint (status: "
-                                        f"{self.status}); a run saves its model when it completes and a "
-                                        "checkpoint when stop() ends it between steps.")
-            folder = checkpoints[-1]
-        config = json.loads((folder / "config.json").read_text())
-        causal = any(a.endswith("ForCausalLM") for a in config.get("architectures", []))
-        from ..progress import without_progress_bars
+    @property
+    def best(self) -> dict | None:
+        """The best evaluation: {step, metric, value, epoch, wall_time, folder}; None before one was saved."""
+        return layout.best(self.run_dir)
 
-        with without_progress_bars():
-            return (AutoModelForCausalLM if causal else AutoModelForSequenceClassification).from_pretrained(folder)
+    def model_folder(self, which: str = "best") -> tuple[Path, str]:
+        """(folder, what it holds): the best evaluation's weights (``which="best"``, when the run evaluated),
+        else the final model, else the last whole checkpoint of a stopped run."""
+        if which not in ("best", "last"):
+            raise ValueError(f"which={which!r}: choose 'best' (the best evaluation's weights) or 'last'.")
+        best = self.best if which == "best" else None
+        if best is not None:
+            return Path(best["folder"]), f"the best evaluation (step {best['step']}, {describe_value(best)})"
+        if (self.run_dir / layout.MODEL / "config.json").exists():
+            return self.run_dir / layout.MODEL, "the final weights"
+        checkpoints = layout.checkpoints(self.run_dir)
+        if not checkpoints:
+            raise FileNotFoundError(f"{self.run_dir} holds no model and no whole checkpoint (status: "
+                                    f"{self.status}); a run saves its model when it completes and a "
+                                    "checkpoint when stop() ends it between steps.")
+        return checkpoints[-1], f"the last checkpoint ({checkpoints[-1].name})"
+
+    def load_model(self, which: str = "best", quiet: bool = False):
+        """The trained model as PyTorch: the best evaluation's weights when the run evaluated (``which="last"``:
+        the final ones), else the final model or the last whole checkpoint of a stopped run. Says which."""
+        folder, what = self.model_folder(which)
+        if not quiet:
+            print(f"ortnb: loading {what} from {folder}")
+        return load_folder(folder)
+
+    def predict(self, texts, which: str = "best") -> list[dict]:
+        """Per text, ``{"label": name, "probabilities": {name: p, ...}}`` from the trained (best) model."""
+        from .. import predict
+
+        return predict.classify(self._predictor(which), texts)
+
+    def generate(self, prompt: str, max_new_tokens: int = 40, which: str = "best") -> str:
+        """A causal LM run's continuation of ``prompt`` (greedy, as the model learned it)."""
+        from .. import predict
+
+        return predict.continue_text(self._predictor(which), prompt, max_new_tokens)
+
+    def _predictor(self, which: str):
+        from .. import predict
+
+        folder, what = self.model_folder(which)
+        key = (str(folder), (folder / layout.BEST_MARKER).stat().st_mtime_ns if (folder / layout.BEST_MARKER).exists()
+               else None)
+        if getattr(self, "_loaded", (None,))[0] != key:
+            self._loaded = (key, predict.Predictor.load(folder, what))
+        return self._loaded[1]
 
     def _state(self) -> tuple[str, str | None]:
         """(status, error): the final event; else status.json; else alive or not, from the folder."""
@@ -206,6 +244,27 @@ class Run:
     def __repr__(self) -> str:  # deterministic: nbval compares it
         steps = len(metrics.steps(self.records()))
         return f"Run({self.config.label!r}, status={self.status!r}, steps={steps})"
+
+
+def describe_value(best: dict) -> str:
+    """'accuracy 0.812' for a best marker or eval summary."""
+    from ..evaluation import METRIC_NAMES
+
+    value = best.get("value")
+    shown = f"{value:.4g}" if isinstance(value, (int, float)) else "?"
+    return f"{METRIC_NAMES.get(best.get('metric'), best.get('metric'))} {shown}"
+
+
+def load_folder(folder: Path):
+    """A save_pretrained folder as the model class its config names (causal LM or sequence classifier)."""
+    from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
+
+    from ..progress import without_progress_bars
+
+    config = json.loads((Path(folder) / "config.json").read_text())
+    causal = any(a.endswith("ForCausalLM") for a in config.get("architectures", []))
+    with without_progress_bars():
+        return (AutoModelForCausalLM if causal else AutoModelForSequenceClassification).from_pretrained(folder)
 
 
 def _error_text(record: dict) -> str | None:
