@@ -119,7 +119,7 @@ def _look_records(records: list[tuple[str, dict]], task: str, name: str) -> Look
     missing = [column for column in needed if column not in found]
     if missing:
         return Look(tuple(_missing_column(name, column, found, task) for column in missing), rows=len(records))
-    problems = _text_problems(name, [(where, row.get(TEXT)) for where, row in records])
+    problems = text_problems(name, [(where, row.get(TEXT)) for where, row in records])
     labels = None
     if task == CLASSIFICATION:
         values: dict = {}
@@ -148,14 +148,17 @@ def _missing_column(name: str, column: str, found: list[str], task: str) -> str:
     return f"{name} has no {column!r} column for {what} (columns found: {shown}); rename that column to {column!r}."
 
 
-def _text_problems(name: str, values: list[tuple[str, object]]) -> list[str]:
+def text_problems(name: str, values: list[tuple[str, object]], column: str = TEXT) -> list[str]:
+    """Why the text column cannot train: a row without a string (empty, null, a number or list), or every text
+    empty. ``values``: (where, value) per row."""
     bad = [(where, value) for where, value in values if not isinstance(value, str)]
     if not bad:
-        return [ALL_EMPTY.format(name=name, column=TEXT)] if all(not v.strip() for _, v in values) else []
+        return [ALL_EMPTY.format(name=name, column=column)] if all(not v.strip() for _, v in values) else []
     where, value = bad[0]
     more = f" (and {len(bad) - 1} more rows)" if len(bad) > 1 else ""
-    what = "has no text (empty, null or NA)" if value is None else f"has a {datafiles.json_kind(value)} as text ({value!r:.40})"
-    return [f"{name} {where}{more} {what}; every row needs a string in {TEXT!r}."]
+    what = ("has no text (empty, null or NA)" if value is None else
+            f"has a {datafiles.json_kind(value)} as text ({value!r:.40})")
+    return [f"{name} {where}{more} {what}; every row needs a string in {column!r}."]
 
 
 # -- labels --------------------------------------------------------------------------------------

@@ -4,13 +4,12 @@ resumed run sees the data it would have seen without the break."""
 
 from __future__ import annotations
 
-import csv
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from .. import data_checks, datafiles
 from ..errors import ConfigError
 from .manifest import Manifest
 
@@ -40,24 +39,9 @@ def read_rows(dataset) -> list[dict]:
 
 
 def _read_file(path: Path) -> list[dict]:
-    if not path.is_file():
-        raise ConfigError(f"dataset: no file {str(path)!r}")
-    if path.suffix == ".csv":
-        with open(path, newline="", encoding="utf-8") as handle:
-            return list(csv.DictReader(handle))
-    if path.suffix == ".json":
-        rows = json.loads(path.read_text(encoding="utf-8"))
-        return read_rows(rows)
-    if path.suffix != ".jsonl":
-        raise ConfigError(f"dataset: {path.name} is not .jsonl, .json or .csv")
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except ValueError as error:
-                raise ConfigError(f"dataset: line {number} of {path.name} is not JSON ({error})") from None
-    return rows
+    # The reader runs and validate() use (utf-8-sig: an Excel CSV's byte-order mark is dropped; CSV values
+    # typed as pandas would type them), so a file passes or fails the same way everywhere.
+    return datafiles.read_rows(path)
 
 
 @dataclass
@@ -85,7 +69,13 @@ def encode(rows: list[dict], info: Manifest, tokenizer_path: Path | None, what: 
             f"or input_ids, and a label column ({' or '.join(LABEL_COLUMNS)})")
     labels = _labels([row.get(label) for row in rows], info, what)
     if text is not None:
-        ids = _tokenize([str(row.get(text, "")) for row in rows], info, tokenizer_path, what)
+        # The text checks runs get (data_checks): a missing, null, number or list text, or all texts empty,
+        # is refused by name, never trained on as str(None) or "".
+        problems = data_checks.text_problems(what, [(f"row {i + 1}", row.get(text)) for i, row in enumerate(rows)],
+                                             text)
+        if problems:
+            raise ConfigError(problems)
+        ids = _tokenize([row[text] for row in rows], info, tokenizer_path, what)
     else:
         ids = [np.asarray(row["input_ids"], dtype=np.int64)[:info.seq_len] for row in rows]
     return Encoded(ids, labels)
