@@ -3,7 +3,7 @@
 The key is everything that decides the measurements: this machine (CPU signature, GPU, torch and ONNX
 Runtime versions), the ortnb version, the model and the data (a path with its files' sizes and modification
 times, an in-memory Dataset by its fingerprint), the base settings the runs share, the grid and the budget.
-Fields that no measurement run uses (max_steps, warmup_steps, eval_samples, output_dir, name) are left out, so
+Fields that no measurement run uses (max_steps, epochs, warmup_steps, the evaluation fields, output_dir, name) are left out, so
 changing the winner's length does not measure again.
 """
 
@@ -16,7 +16,8 @@ from pathlib import Path
 
 from ..config import RunConfig, fields
 
-NOT_MEASURED = ("model", "dataset", "max_steps", "warmup_steps", "eval_samples", "output_dir", "name")
+NOT_MEASURED = ("model", "dataset", "max_steps", "epochs", "warmup_steps", "evaluate", "eval_dataset", "eval_fraction",
+                "eval_samples", "eval_every", "metric", "early_stopping_patience", "report_to", "output_dir", "name")
 
 
 def directory(given: str | os.PathLike | None) -> Path:

@@ -32,7 +32,8 @@ def measurer(base: RunConfig, runs_dir: Path, keep: bool, stop: threading.Event 
         from .. import runner  # looked up at call time: tests replace ortnb.runner.launch
 
         config = base.replace(**candidate.axes, name=candidate.label, max_steps=WARMUP_STEPS + steps,
-                              warmup_steps=WARMUP_STEPS, eval_samples=0, output_dir=str(runs_dir))
+                              warmup_steps=WARMUP_STEPS, epochs=None, evaluate=False, eval_every=None, metric=None,
+                              early_stopping_patience=None, report_to=None, output_dir=str(runs_dir))
         started = clock()
         run = runner.launch(config)
         try:

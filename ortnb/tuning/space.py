@@ -27,7 +27,10 @@ _NOT_AN_AXIS = {
     "learning_rate": "changes what is learned, not how fast; set it in base=RunConfig(learning_rate=...)",
     "max_steps": "is set by tune() for its short measurement runs; the winner keeps base's max_steps",
     "warmup_steps": "is set by tune() for its short measurement runs; the winner keeps base's warmup_steps",
-    "eval_samples": "is not measured (tune() runs train without evaluation); set it in base=",
+    "epochs": "is how long the winner trains, not how fast; set it in base=RunConfig(epochs=...)",
+    **{name: "is not measured (tune() runs train without evaluation); set it in base=" for name in (
+        "evaluate", "eval_dataset", "eval_fraction", "eval_samples", "eval_every", "metric", "early_stopping_patience",
+        "report_to")},
     "output_dir": "is where runs go, not an option; pass tune(output_dir=...) to keep the measurement runs",
     "name": "labels a run; tune() labels each candidate by its options",
 }
