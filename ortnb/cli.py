@@ -253,13 +253,13 @@ def _field_value(kind: str, text: str):
 def cmd_compare(options: argparse.Namespace) -> int:
     """Compare configurations in fresh runs; print the table, write report.html and results.json."""
     from . import report
-    from .comparison import compare, describe_best, grid
+    from .comparison import compare, describe_best, describe_quality, grid
     from .config import RunConfig
     from .errors import ConfigError
 
     base = RunConfig(model=options.model, dataset=options.dataset, batch_size=options.batch_size,
                      seq_len=options.seq_len, max_steps=options.steps, warmup_steps=options.warmup,
-                     output_dir=options.runs)
+                     output_dir=options.runs, evaluate=options.evaluate)
     try:
         if options.config and options.vary:
             raise ConfigError("--config and --vary both say which configurations to run; use one of them.")
@@ -285,6 +285,8 @@ def cmd_compare(options: argparse.Namespace) -> int:
         return 2
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print(describe_best(table))
+    if describe_quality(table):
+        print(describe_quality(table))
     summaries = [[{**r.summary(), "error": r.error} for r in group] for group in runs]
     _print_failures(runs)
     json_path, html_path = report.write(table, configs, options.out, options.command_line, summaries)
@@ -412,6 +414,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--seq-len", type=int, default=128)
     cmp.add_argument("--steps", type=int, default=30)
     cmp.add_argument("--warmup", type=int, default=5, help="steps left out of the statistics")
+    cmp.add_argument("--evaluate", action="store_true",
+                     help="also evaluate the held-out rows while training (accuracy beside speed); off by default: "
+                          "a speed comparison then takes no time for evaluations")
     cmp.add_argument("--repeats", type=int, default=1, help="alternate the configurations this many times")
     cmp.add_argument("--baseline", type=int, default=0, help="index of the baseline configuration")
     cmp.add_argument("--runs", default="runs", help="where run directories go")

@@ -21,6 +21,9 @@ from .validation import validate
 SAME_FOR_ALL = ("model", "task", "dataset", "seed", "seq_len")  # padding may differ: it is an option being compared
 COLUMNS = ["label", "engine", "status", "samples_per_s", "spread", "speedup", "tokens_per_s", "real_tokens_per_s",
            "peak_rss_mb", "optimizer_state_mb", "final_loss", "mfu", "first_step_s", "runs"]
+# Shown when the runs evaluated while training: the best value of the run's metric, its step and when it was
+# first reached (seconds since the run began), and the eval loss of the last evaluation.
+METRIC_COLUMNS = ["metric", "best_value", "best_step", "best_reached_s", "eval_loss"]
 
 
 def workload_problems(configs: list[RunConfig]) -> list[str]:
@@ -103,7 +106,8 @@ def table(summaries: list[list[dict]], baseline: int = 0):
     base = rows[baseline]["samples_per_s"]
     for row in rows:
         row["speedup"] = row["samples_per_s"] / base if base and row["samples_per_s"] else None
-    return pd.DataFrame(rows, columns=COLUMNS)
+    evaluated = any(row.get("metric") for row in rows)
+    return pd.DataFrame(rows, columns=COLUMNS + (METRIC_COLUMNS if evaluated else []))
 
 
 def _row(runs: list[dict]) -> dict:
@@ -118,7 +122,9 @@ def _row(runs: list[dict]) -> dict:
             "tokens_per_s": median("tokens_per_s"), "real_tokens_per_s": median("real_tokens_per_s"),
             "peak_rss_mb": median("peak_rss_mb"), "optimizer_state_mb": median("optimizer_state_mb"),
             "final_loss": median("final_loss"), "mfu": median("mfu"), "first_step_s": median("first_step_s"),
-            "runs": len(runs)}
+            "runs": len(runs), "metric": next((r["eval_metric"] for r in runs if r.get("eval_metric")), None),
+            "best_value": median("best_value"), "best_step": median("best_step"),
+            "best_reached_s": median("best_reached_s"), "eval_loss": median("eval_loss")}
 
 
 def best(table) -> dict | None:
@@ -127,6 +133,23 @@ def best(table) -> dict | None:
     if done.empty:
         return None
     return done.loc[done["samples_per_s"].idxmax()].to_dict()
+
+
+def describe_quality(table) -> str | None:
+    """One sentence on how good the models got, when the runs evaluated: the best value of the metric and
+    which run reached it (None without evaluations)."""
+    from .evaluation import HIGHER_IS_BETTER, METRIC_NAMES
+
+    if "metric" not in table or table["best_value"].notna().sum() == 0:
+        return None
+    metric = table["metric"].dropna().iloc[0]
+    column = table["best_value"]
+    index = column.idxmax() if HIGHER_IS_BETTER.get(metric, True) else column.idxmin()
+    row = table.loc[index]
+    reached = f", first reached after {row['best_reached_s']:.0f} s" if row["best_reached_s"] == row["best_reached_s"] \
+        else ""
+    return (f"Best {METRIC_NAMES.get(metric, metric)}: {row['best_value']:.4g} ({row['label']}, step "
+            f"{row['best_step']:.0f}{reached}).")
 
 
 def describe_best(table) -> str:

@@ -72,11 +72,12 @@ def machine() -> dict:
 
 def results(table, configs: list[RunConfig], command: str, runs: list[list[dict]] | None = None) -> dict:
     """Everything needed to read and reproduce a comparison, as plain data."""
-    from .comparison import describe_best
+    from .comparison import describe_best, describe_quality
 
     return {"command": command, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "method": METHOD,
             "machine": machine(), "versions": versions(), "configs": [c.to_dict() for c in configs],
-            "table": json.loads(table.to_json(orient="records")), "best": describe_best(table), "runs": runs or []}
+            "table": json.loads(table.to_json(orient="records")), "best": describe_best(table),
+            "quality": describe_quality(table), "runs": runs or []}
 
 
 def strict_json(value):
@@ -107,7 +108,8 @@ def write(table, configs: list[RunConfig], out_dir: str | Path, command: str,
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>ortnb comparison</title>"
             f"<style>body{{font-family:sans-serif;max-width:1100px;margin:auto}} td,th{{padding:4px 10px}}</style>"
             f"</head><body><h1>ortnb comparison</h1><p><code>{html.escape(command)}</code> &mdash; "
-            f"{html.escape(data['date'])}</p><p><b>{html.escape(data['best'])}</b></p>{figure}"
+            f"{html.escape(data['date'])}</p><p><b>{html.escape(data['best'])}</b></p>"
+            f"{'<p><b>' + html.escape(data['quality']) + '</b></p>' if data['quality'] else ''}{figure}"
             f"{table.to_html(index=False, float_format=lambda v: f'{v:.4g}')}"
             f"<h2>Method</h2><p>{html.escape(METHOD)}</p><h2>Machine and versions</h2><ul>{facts}</ul>"
             f"</body></html>")
