@@ -121,7 +121,7 @@ def _launched(batch: int, seq: int, steps: int, warmup: int) -> dict:
     cfg = RunConfig(model=harness.MODEL, task=harness.TASK, dataset=harness.DATASET, backend="ort",
                     optim=defaults["optim"], precision="no", zero_stage=0, num_processes=1, batch_size=batch,
                     seq_len=seq, max_steps=steps, learning_rate=defaults["learning_rate"], seed=harness.SEED,
-                    warmup_steps=min(warmup, steps - 1), eval_samples=0, threads=None, output_dir=output_dir,
+                    warmup_steps=min(warmup, steps - 1), evaluate=False, threads=None, output_dir=output_dir,
                     name="benchmark launched")
     run = launch(cfg)
     status = run.wait()

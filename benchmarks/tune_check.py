@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     print(result.describe(), flush=True)
 
     runs = tempfile.mkdtemp(prefix="ortnb-tune-check-")
-    configs = [c.replace(max_steps=options.steps, warmup_steps=options.warmup, output_dir=runs)
+    configs = [c.replace(max_steps=options.steps, warmup_steps=options.warmup, evaluate=False, output_dir=runs)
                for c in candidate_configs(options.model, options.dataset)]
     print(f"exhaustive compare: {len(configs)} candidates", flush=True)
     exhaustive_started = time.perf_counter()
