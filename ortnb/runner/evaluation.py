@@ -81,10 +81,11 @@ class EvalCallback(TrainerCallback):
         return record
 
     def _save_best(self, step: int, record: dict) -> None:
-        """Every rank calls save_model (DeepSpeed gathers through it); the writing rank moves the folder."""
+        """Every rank calls save_model (DeepSpeed gathers through it); the rank that saved (global rank 0, which
+        across nodes is the writer of one node's folder only) marks the folder whole and moves it into place."""
         staging = self.run_dir / (layout.BEST + ".tmp")
         self.trainer.save_model(str(staging))
-        if not self.writer:
+        if not self.trainer.args.should_save:
             return
         marker = {"step": step, "metric": self.tracker.metric, "value": self.tracker.best_value,
                   "epoch": record.get("epoch"), "wall_time": record["wall_time"]}
