@@ -77,6 +77,8 @@ class RunConfig:
     """What "best" means: accuracy or f1 (macro-F1) for classification, perplexity for a causal LM, or loss (the eval loss). None: accuracy, or perplexity for a causal LM."""
     early_stopping_patience: int | None = None
     """Stop after this many evaluations in a row without a better metric (None: never stop early)."""
+    target: float | None = None
+    """Train until good: end the run (completed) at the first evaluation whose metric reaches this value (accuracy 0.83; for loss or perplexity at or below it). None: train all steps."""
     report_to: Any = None
     """Also log to these trackers, as Trainer's report_to: tensorboard, mlflow, wandb (where installed); None: none."""
     threads: int | None = None

@@ -126,6 +126,27 @@ def metric_value(record: dict, metric: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
+def reaches(metric: str, value: float | None, target: float | None) -> bool:
+    """Whether ``value`` reaches ``target`` (at or above it; at or below for loss and perplexity)."""
+    if target is None or value is None or not math.isfinite(value):
+        return False
+    return value >= target if HIGHER_IS_BETTER[metric] else value <= target
+
+
+def target_problem(metric: str, target) -> str | None:
+    """Why ``target`` cannot be reached by ``metric`` (None when it can)."""
+    if isinstance(target, bool) or not isinstance(target, (int, float)) or not math.isfinite(target):
+        return f"must be a number, got {target!r}."
+    if metric in ("accuracy", "f1") and not 0 < target <= 1:
+        return (f"{METRIC_NAMES[metric]} runs from 0 to 1, so target={target!r} can never be reached; give a share "
+                "such as 0.83.")
+    if metric == "perplexity" and target < 1:
+        return f"perplexity is at least 1, so target={target!r} can never be reached."
+    if metric == "loss" and target <= 0:
+        return f"the eval loss stays above 0, so target={target!r} can never be reached."
+    return None
+
+
 @dataclass
 class BestTracker:
     """The best evaluation so far and how many evaluations since have not improved on it."""

@@ -202,7 +202,17 @@ def evaluation_summary(records: list[dict]) -> dict:
             "best_reached_s": _since(best, run_start(records)) if best else None,
             "evaluations": len(found), "eval_loss": last.get("eval_loss"), "accuracy": last.get("accuracy"),
             "f1": last.get("f1"), "perplexity": last.get("perplexity"),
-            "early_stopped": bool(final.get("early_stopped"))}
+            "early_stopped": bool(final.get("early_stopped")), **_target(final, run_start(records))}
+
+
+def _target(final: dict, start: float | None) -> dict:
+    """target, reached_target, target_step and target_reached_s (since the run began) of a run with a target."""
+    if final.get("target") is None:
+        return {}
+    reached = bool(final.get("reached_target"))
+    moment = final.get("target_wall_time")
+    return {"target": final["target"], "reached_target": reached, "target_step": final.get("target_step"),
+            "target_reached_s": moment - start if reached and start is not None and moment is not None else None}
 
 
 def planned_steps(records: list[dict], max_steps: int | None) -> int:

@@ -154,8 +154,8 @@ def _check_evaluation_numbers(cfg, problems):
     elif patience is not None and cfg.evaluate is False:
         problems.append(Problem("early_stopping_patience", "early stopping needs evaluation, but evaluate=False; set "
                                                            "evaluate=True or early_stopping_patience=None."))
-    if cfg.evaluate is False and (cfg.eval_every is not None or cfg.metric is not None):
-        set_fields = [name for name in ("eval_every", "metric") if getattr(cfg, name) is not None]
+    if cfg.evaluate is False and (cfg.eval_every is not None or cfg.metric is not None or cfg.target is not None):
+        set_fields = [name for name in ("target", "eval_every", "metric") if getattr(cfg, name) is not None]
         problems.append(Problem(set_fields[0], f"{' and '.join(set_fields)} set with evaluate=False: nothing would be "
                                                "evaluated; set evaluate=True or leave them None."))
 
@@ -171,6 +171,12 @@ def _check_evaluation(cfg, task: str, train: data_checks.Look, problems):
         else:
             message = f"unknown metric {cfg.metric!r}. Choose between {known}."
         problems.append(Problem("metric", message))
+    elif cfg.target is not None:
+        from .evaluation import default_metric, target_problem
+
+        problem = target_problem(cfg.metric or default_metric(task), cfg.target)
+        if problem:
+            problems.append(Problem("target", problem))
     if cfg.evaluate is not True:
         return
     if cfg.eval_dataset is None:

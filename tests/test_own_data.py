@@ -207,3 +207,38 @@ def test_predict_on_a_run_without_a_model_says_so(tmp_path):
     (folder / "config.json").write_text(RunConfig(model="tiny-bert").to_json())
     with pytest.raises(FileNotFoundError, match="holds no model and no whole checkpoint"):
         ortnb.attach(folder).predict(["a text"])
+
+
+@pytest.mark.parametrize("changes, match", [
+    ({"target": 1.2}, "accuracy runs from 0 to 1, so target=1.2 can never be reached"),
+    ({"target": 0.5, "metric": "loss"}, None),
+    ({"target": -1.0, "metric": "loss"}, "the eval loss stays above 0"),
+    ({"target": 0.9, "evaluate": False, "eval_every": None}, "target set with evaluate=False: nothing would be evaluated"),
+])
+def test_bad_targets_are_refused(tmp_path, changes, match):
+    cfg = tiny(write_rows(tmp_path, ".jsonl", rows()), tmp_path, **changes)
+    if match is None:
+        assert validate(cfg, CPU) == []
+    else:
+        refused(cfg, tmp_path, "target", match)
+
+
+@pytest.mark.slow
+def test_a_run_with_a_reachable_target_ends_at_the_evaluation_that_reaches_it(tmp_path):
+    run = ortnb.launch(tiny(write_rows(tmp_path, ".jsonl", rows()), tmp_path, max_steps=20, eval_every=2,
+                            metric="loss", target=50.0))  # any trained evaluation reaches it
+    assert run.wait(300) == "completed", run.error
+    assert [e["step"] for e in run.events if e["event"] == "eval"] == [0, 2]  # step 0 trained nothing: no stop
+    final = run.events[-1]
+    assert (final["step"], final["reached_target"], final["target_step"]) == (2, True, 2)
+    summary = run.summary()
+    assert summary["reached_target"] is True and summary["target_reached_s"] > 0
+
+
+@pytest.mark.slow
+def test_an_unreachable_target_runs_to_its_step_limit_and_says_so(tmp_path):
+    run = ortnb.launch(tiny(write_rows(tmp_path, ".jsonl", rows()), tmp_path, max_steps=4, eval_every=2,
+                            target=1.0, learning_rate=1e-12))
+    assert run.wait(300) == "completed", run.error
+    assert run.events[-1]["step"] == 4 and run.events[-1]["reached_target"] is False
+    assert run.summary()["target_reached_s"] is None

@@ -40,9 +40,12 @@ class EvalCallback(TrainerCallback):
     """Eval events, the best checkpoint and early stopping, the same on every rank (metrics are gathered)."""
 
     def __init__(self, run_dir: Path, writer, *, metric: str, patience: int | None, interval: int,
-                 samples: int, metrics: ClassificationMetrics | None = None, on_evaluated=None):
+                 samples: int, metrics: ClassificationMetrics | None = None, on_evaluated=None,
+                 target: float | None = None):
         self.run_dir, self.writer = Path(run_dir), writer
         self.tracker = evaluation.BestTracker(metric, patience)
+        self.target = target
+        self.reached: dict | None = None  # the evaluation that first reached the target
         self.interval, self.samples, self.metrics = interval, samples, metrics
         self.on_evaluated = on_evaluated  # RunCallback restarts its step clock: evaluation is no training time
         self.trainer = None
@@ -59,7 +62,14 @@ class EvalCallback(TrainerCallback):
         record.update(best=improved, best_step=self.tracker.best_step, best_value=self.tracker.best_value)
         if improved and self.trainer is not None:
             self._save_best(state.global_step, record)
-        if self.tracker.should_stop and state.global_step < state.max_steps:
+        value = evaluation.metric_value(record, self.tracker.metric)
+        # before the first step nothing was trained yet: a run trains at least until its next evaluation
+        if self.reached is None and state.global_step > 0 and evaluation.reaches(self.tracker.metric, value,
+                                                                                   self.target):
+            self.reached = {"step": state.global_step, "value": value, "wall_time": record["wall_time"]}
+            record["reached_target"] = True
+            control.should_training_stop = True  # train until good: this is good enough
+        elif self.tracker.should_stop and state.global_step < state.max_steps:
             self.early_stopped = True
             control.should_training_stop = True
             record["early_stop"] = (f"no better {evaluation.METRIC_NAMES[self.tracker.metric]} in "

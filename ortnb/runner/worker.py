@@ -91,7 +91,7 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
                   if task != "causal-lm" else None)
         evaluator = EvalCallback(run_dir, writer, metric=cfg.metric or evaluation.default_metric(task),
                                  patience=cfg.early_stopping_patience, interval=interval, samples=len(held_out),
-                                 metrics=scores)
+                                 metrics=scores, target=cfg.target)
         callbacks.insert(0, evaluator)  # it saves the best weights before RunCallback restarts the step clock
     trainer = ORTTrainer(model=model, args=training_arguments(cfg, run_dir, world, grouping, max_steps, interval),
                          train_dataset=train, eval_dataset=held_out, processing_class=tokenizer, callbacks=callbacks,
@@ -122,6 +122,10 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
         final = {"forced": False} if outcome == "stopped" else {}
         if held_out is not None and evaluator.early_stopped:
             final["early_stopped"] = True
+        if held_out is not None and cfg.target is not None:
+            final["target"], final["reached_target"] = cfg.target, evaluator.reached is not None
+            if evaluator.reached:
+                final["target_step"], final["target_wall_time"] = evaluator.reached["step"], evaluator.reached["wall_time"]
         # The same on every rank when gradients were synchronised: lets nodes be compared (item 23).
         writer.event(outcome, step=trainer.state.global_step, **final,
                      parameter_checksum=parameter_checksum(trainer.model))

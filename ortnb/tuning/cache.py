@@ -17,7 +17,8 @@ from pathlib import Path
 from ..config import RunConfig, fields
 
 NOT_MEASURED = ("model", "dataset", "max_steps", "epochs", "warmup_steps", "evaluate", "eval_dataset", "eval_fraction",
-                "eval_samples", "eval_every", "metric", "early_stopping_patience", "report_to", "output_dir", "name")
+                "eval_samples", "eval_every", "metric", "early_stopping_patience", "target", "report_to", "output_dir",
+                "name")
 
 
 def directory(given: str | os.PathLike | None) -> Path:

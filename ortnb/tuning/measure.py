@@ -33,7 +33,7 @@ def measurer(base: RunConfig, runs_dir: Path, keep: bool, stop: threading.Event 
 
         config = base.replace(**candidate.axes, name=candidate.label, max_steps=WARMUP_STEPS + steps,
                               warmup_steps=WARMUP_STEPS, epochs=None, evaluate=False, eval_every=None, metric=None,
-                              early_stopping_patience=None, report_to=None, output_dir=str(runs_dir))
+                              early_stopping_patience=None, target=None, report_to=None, output_dir=str(runs_dir))
         started = clock()
         run = runner.launch(config)
         try:

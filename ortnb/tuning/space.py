@@ -30,7 +30,7 @@ _NOT_AN_AXIS = {
     "epochs": "is how long the winner trains, not how fast; set it in base=RunConfig(epochs=...)",
     **{name: "is not measured (tune() runs train without evaluation); set it in base=" for name in (
         "evaluate", "eval_dataset", "eval_fraction", "eval_samples", "eval_every", "metric", "early_stopping_patience",
-        "report_to")},
+        "target", "report_to")},
     "output_dir": "is where runs go, not an option; pass tune(output_dir=...) to keep the measurement runs",
     "name": "labels a run; tune() labels each candidate by its options",
 }
