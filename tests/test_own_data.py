@@ -242,3 +242,33 @@ def test_an_unreachable_target_runs_to_its_step_limit_and_says_so(tmp_path):
     assert run.wait(300) == "completed", run.error
     assert run.events[-1]["step"] == 4 and run.events[-1]["reached_target"] is False
     assert run.summary()["target_reached_s"] is None
+
+
+def _tensorboard_scalars(folder: Path) -> dict[str, list[float]]:
+    """Tags and values in the TensorBoard event files under ``folder`` (TFRecord framing, tensorboardX's protos)."""
+    import struct
+
+    from tensorboardX.proto import event_pb2
+
+    found: dict[str, list[float]] = {}
+    for path in folder.rglob("events.out.tfevents.*"):
+        raw, offset = path.read_bytes(), 0
+        while offset < len(raw):
+            (length,) = struct.unpack("<Q", raw[offset:offset + 8])
+            event = event_pb2.Event.FromString(raw[offset + 12:offset + 12 + length])
+            offset += 12 + length + 4
+            for value in event.summary.value:
+                found.setdefault(value.tag, []).append(value.simple_value)
+    return found
+
+
+@pytest.mark.slow
+def test_report_to_tensorboard_writes_the_eval_curves_into_the_run_folder(tmp_path):
+    pytest.importorskip("tensorboardX")
+    run = ortnb.launch(tiny(write_rows(tmp_path, ".jsonl", rows()), tmp_path, max_steps=4, eval_every=2,
+                            report_to=["tensorboard"]))
+    assert run.wait(300) == "completed", run.error
+    scalars = _tensorboard_scalars(run.run_dir)
+    assert len(scalars["eval/accuracy"]) == 3 and len(scalars["train/loss"]) == 4  # evals at steps 0, 2, 4
+    evals = [e for e in run.events if e["event"] == "eval"]
+    assert scalars["eval/accuracy"] == pytest.approx([e["accuracy"] for e in evals], abs=1e-6)
