@@ -6,4 +6,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 if ! command -v chromium >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
+if [[ "${1:-}" == "--fast" ]]; then
+  # The pure tier: no training, no worker processes, no notebooks, no browser (under a minute).
+  shift
+  exec python -m pytest tests -m "not slow and not browser and not ort and not notebook" "$@"
+fi
 python -m pytest "$@"
