@@ -13,14 +13,16 @@ import itertools
 import statistics
 from typing import Callable
 
+from . import judge
 from .config import RunConfig, fields
 from .errors import ConfigError
 from .runner import Run, launch
 from .validation import validate
 
 SAME_FOR_ALL = ("model", "task", "dataset", "seed", "seq_len")  # padding may differ: it is an option being compared
-COLUMNS = ["label", "engine", "status", "samples_per_s", "spread", "speedup", "tokens_per_s", "real_tokens_per_s",
-           "peak_rss_mb", "optimizer_state_mb", "final_loss", "mfu", "first_step_s", "runs"]
+COLUMNS = ["label", "engine", "status", "samples_per_s", "spread", "p25", "p75", "speedup", "verdict",
+           "steps_measured", "tokens_per_s", "tokens_per_s_iqr", "real_tokens_per_s", "peak_rss_mb",
+           "optimizer_state_mb", "final_loss", "mfu", "first_step_s", "runs"]
 # Shown when the runs evaluated while training: the best value of the run's metric, its step and when it was
 # first reached (seconds since the run began), and the eval loss of the last evaluation.
 METRIC_COLUMNS = ["metric", "best_value", "best_step", "best_reached_s", "eval_loss"]
@@ -103,9 +105,8 @@ def table(summaries: list[list[dict]], baseline: int = 0):
     import pandas as pd
 
     rows = [_row(runs) for runs in summaries]
-    base = rows[baseline]["samples_per_s"]
-    for row in rows:
-        row["speedup"] = row["samples_per_s"] / base if base and row["samples_per_s"] else None
+    for row, verdict in zip(rows, judge.judge(rows, baseline)):  # the one judge every view asks
+        row["speedup"], row["verdict"] = verdict.speedup, verdict.text
     evaluated = any(row.get("metric") for row in rows)
     return pd.DataFrame(rows, columns=COLUMNS + (METRIC_COLUMNS if evaluated else []))
 
@@ -117,8 +118,11 @@ def _row(runs: list[dict]) -> dict:
 
     engines = sorted({r.get("engine") or "none" for r in runs})
     statuses = sorted({r["status"] for r in runs})
+    measured = [r.get("steps_measured") or 0 for r in runs]
     return {"label": runs[0]["label"], "engine": "/".join(engines), "status": "/".join(statuses),
             "samples_per_s": median("samples_per_s"), "spread": median("samples_per_s_iqr"),
+            "p25": median("samples_per_s_p25"), "p75": median("samples_per_s_p75"),
+            "steps_measured": min(measured), "tokens_per_s_iqr": median("tokens_per_s_iqr"),
             "tokens_per_s": median("tokens_per_s"), "real_tokens_per_s": median("real_tokens_per_s"),
             "peak_rss_mb": median("peak_rss_mb"), "optimizer_state_mb": median("optimizer_state_mb"),
             "final_loss": median("final_loss"), "mfu": median("mfu"), "first_step_s": median("first_step_s"),
@@ -152,10 +156,13 @@ def describe_quality(table) -> str | None:
             f"{row['best_step']:.0f}{reached}).")
 
 
-def describe_best(table) -> str:
-    row = best(table)
-    if row is None:
+def describe_best(table, baseline: int = 0) -> str:
+    """The "fastest" sentence, stated as a fact only where the judge allows it (see ortnb/judge.py)."""
+    if best(table) is None:
         return "No configuration completed; there is no best one."
-    mfu = f", MFU {row['mfu']:.1%}" if row.get("mfu") is not None and row["mfu"] == row["mfu"] else ""
-    return (f"Fastest here: {row['label']} ({row['engine']}), {row['samples_per_s']:.2f} samples/s, "
-            f"{row['speedup']:.2f}x the baseline{mfu}.")
+    rows = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()}
+            for r in table.to_dict(orient="records")]
+    verdicts = judge.judge(rows, baseline)
+    mfu = [f", MFU {r['mfu']:.1%}" if r.get("mfu") is not None else "" for r in rows]
+    return judge.fastest_line(rows, verdicts, [r["engine"] for r in rows], [r["status"] == "completed" for r in rows],
+                              mfu)

@@ -133,6 +133,7 @@ def summarize(records: list[dict], warmup_steps: int) -> dict:
         "steps_measured": len(measured),
         "samples_per_s": _median(r["samples_per_s"] for r in measured),
         "samples_per_s_iqr": _iqr([r["samples_per_s"] for r in measured]),
+        **_quartiles("samples_per_s", [r["samples_per_s"] for r in measured]),
         "tokens_per_s": _median(r["tokens_per_s"] for r in measured),
         "tokens_per_s_iqr": _iqr([r["tokens_per_s"] for r in measured if r.get("tokens_per_s") is not None]),
         "real_tokens_per_s": _median(r.get("real_tokens_per_s") for r in measured),
@@ -235,6 +236,14 @@ def padding_fraction(step_records: list[dict]) -> float | None:
 def _median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
+
+
+def _quartiles(name: str, values: list[float]) -> dict:
+    """p25 and p75 (the interquartile range as the range it is; None below 4 values, as the IQR)."""
+    if len(values) < 4:
+        return {f"{name}_p25": None, f"{name}_p75": None}
+    low, _, high = statistics.quantiles(values, n=4)
+    return {f"{name}_p25": low, f"{name}_p75": high}
 
 
 def _iqr(values: list[float]):

@@ -20,7 +20,8 @@ from .test_validate import BARE, CPU
 TABLE = pd.DataFrame({"label": ["PyTorch + AdamW", "ORT + fused Adam"], "engine": ["pytorch", "onnxruntime"],
                       "status": ["completed", "completed"], "samples_per_s": [20.0, 31.0], "spread": [1.0, 2.5],
                       "speedup": [1.0, 1.55], "peak_rss_mb": [900.0, 1100.0], "optimizer_state_mb": [87.0, 87.0],
-                      "final_loss": [0.6, 0.6], "mfu": [0.05, 0.0775], "first_step_s": [1.2, 7.4], "runs": [1, 1]})
+                      "final_loss": [0.6, 0.6], "mfu": [0.05, 0.0775], "first_step_s": [1.2, 7.4], "runs": [1, 1],
+                      "steps_measured": [25, 25]})
 
 
 def test_optimum_preset_on_a_cpu_machine():
@@ -51,6 +52,14 @@ def test_markdown_table_is_exact():
 def test_best_configuration_is_the_fastest_that_completed():
     assert describe_best(TABLE) == ("Fastest here: ORT + fused Adam (onnxruntime), 31.00 samples/s, 1.55x the "
                                     "baseline, MFU 7.8%.")
+    # the case: a baseline whose spread (39.0) is larger than its median (22.9) is no fact to divide by
+    noisy = TABLE.assign(samples_per_s=[22.9, 42.4], spread=[39.0, 2.0])
+    assert describe_best(noisy) == ("Fastest measured: ORT + fused Adam (onnxruntime), 42.40 samples/s, 1.85x the "
+                                    "baseline, MFU 7.8%; not conclusive: the baseline is noisy (spread 170% of its median, "
+                                    "over 15%).")
+    assert describe_best(TABLE.assign(steps_measured=[25, 3])) == (
+        "Fastest measured: PyTorch + AdamW (pytorch), 20.00 samples/s, the baseline itself, MFU 5.0%; not "
+        "conclusive: ORT + fused Adam has too few measured steps (3, at least 5 needed).")
     crashed_fast = TABLE.assign(status=["completed", "failed"])
     assert best(crashed_fast)["label"] == "PyTorch + AdamW"
     assert best(TABLE.assign(status=["failed", "failed"])) is None
