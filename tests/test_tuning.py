@@ -411,3 +411,21 @@ def test_keyboard_interrupt_leaves_no_worker_and_an_incomplete_entry(tmp_path):
     assert {c["label"]: c["unreached"] for c in entry["candidates"]} == {
         "eager + AdamW (batch_size=16)": "the search was stopped while it ran",
         "eager + AdamW (batch_size=8)": "the search was stopped before it"}
+
+
+def test_a_winner_from_one_measured_candidate_is_the_best_of_one_not_a_search():
+    candidates = candidates_of({"backend": ["ort", "eager"], "batch_size": [8, 16]})
+    candidates[0].runs = [fake_record(1, [20.0] * 4, 8, 28.0, 10.0)]
+    for other in candidates[1:]:
+        other.unreached = "the budget ran out before it: 28 s of 28 s used"
+    found = result.build(candidates, ortnb.RunConfig(model="tiny-bert"), {"backend": ["ort", "eager"],
+                         "batch_size": [8, 16]}, budget_s=28.0, elapsed_s=28.0, complete=False, interrupted=False,
+                         ended="the budget ran out before every candidate was measured")
+    assert found.conclusive is False and found.to_dict()["conclusive"] is False
+    assert found.min_budget_s == 112  # 28 s a candidate, 4 runnable
+    assert found.describe().startswith("Best of 1 measured, not a search: backend=ort batch_size=8, 20.0 samples/s")
+    assert found.describe().endswith("measuring all 4 needs a budget of about 112 s.")
+    for other in candidates[1:]:
+        other.runs = [fake_record(1, [10.0] * 4, 8, 28.0, 10.0)]
+    assert result.build(candidates, ortnb.RunConfig(model="tiny-bert"), {}, budget_s=200.0, elapsed_s=120.0,
+                        complete=True, interrupted=False, ended="every candidate was measured").conclusive

@@ -74,6 +74,21 @@ class TuneResult:
         return table.astype({"steps_measured": "Int64", "rung": "Int64"})  # whole numbers, missing where unmeasured
 
     @property
+    def conclusive(self) -> bool:
+        """Whether the winner won a search: every runnable candidate was measured (or failed) at least once.
+        Otherwise it is only the best of those measured, and the result says so."""
+        runnable = [c for c in self.candidates if c.runnable]
+        return bool(ranked(self.candidates)) and all(c.status in ("measured", "failed") for c in runnable)
+
+    @property
+    def min_budget_s(self) -> float | None:
+        """About how long measuring every runnable candidate once takes here: the measured runs' mean cost times
+        the runnable candidates (None before any run)."""
+        costs = [r.get("cost_s") for c in self.candidates for r in c.runs[:1] if r.get("cost_s")]
+        runnable = sum(c.runnable for c in self.candidates)
+        return round(sum(costs) / len(costs) * runnable) if costs else None
+
+    @property
     def rungs(self) -> int:
         return max((c.rung for c in self.candidates), default=0)
 
@@ -88,7 +103,12 @@ class TuneResult:
             return f"No candidate was measured ({self.ended}); {scope}."
         top = row(leaders[0], 1)
         mfu = f", MFU {top['mfu']:.1%}" if top["mfu"] is not None else ""
-        return f"Fastest here: {top['label']}, {top['samples_per_s']:.1f} samples/s{mfu} ({top['engine']}); {scope}."
+        figures = f"{top['label']}, {top['samples_per_s']:.1f} samples/s{mfu} ({top['engine']})"
+        if not self.conclusive:
+            need = (f"; measuring all {runnable} needs a budget of about {self.min_budget_s:.0f} s"
+                    if self.min_budget_s else "")
+            return (f"Best of {self.counts['measured']} measured, not a search: {figures}; {scope}{need}.")
+        return f"Fastest here: {figures}; {scope}."
 
     def to_dict(self) -> dict:
         from .. import __version__
@@ -97,6 +117,7 @@ class TuneResult:
         return {"format": FORMAT, "ortnb": __version__, "created": self.created, "budget_s": self.budget_s,
                 "elapsed_s": round(self.elapsed_s, 2), "complete": self.complete, "interrupted": self.interrupted,
                 "ended": self.ended, "grid": self.grid, "best": leaders[0].label if leaders else None,
+                "conclusive": self.conclusive,
                 "best_config": _config_dict(self.best), "candidates": [c.to_dict() for c in self.candidates]}
 
     @classmethod
