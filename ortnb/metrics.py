@@ -142,7 +142,7 @@ def summarize(records: list[dict], warmup_steps: int) -> dict:
         "peak_rss_mb": max((max(r["peak_rss_mb"]) for r in steps(records) if r.get("peak_rss_mb")), default=None),
         "optimizer_state_mb": max(_last(steps(records), "optimizer_state_mb") or [None], key=lambda v: v or 0),
         "final_loss": _last(steps(records), "loss"),
-        "mfu": _median(r["mfu"] for r in measured if r.get("mfu") is not None),
+        **mfu_summary(measured),
         "engine": engine.get("engine"),
         "fallback": engine.get("fallback"),
         "first_step_s": engine.get("time_to_first_step_s"),
@@ -223,6 +223,18 @@ def planned_steps(records: list[dict], max_steps: int | None) -> int:
 
     started = next((e for e in events(records, "started") if isinstance(e.get("max_steps"), int)), None)
     return started["max_steps"] if started else (max_steps or DEFAULT_STEPS)
+
+
+def mfu_summary(measured: list[dict]) -> dict:
+    """The median MFU; or, when a step exceeded 100%, no MFU and why: a measured peak below what a run reaches
+    is a wrong peak, not a fast run (the worker then measures the peak again for later runs)."""
+    values = [r["mfu"] for r in measured if isinstance(r.get("mfu"), (int, float))]
+    over = [v for v in values if v > 1.0]
+    if over:
+        return {"mfu": None, "mfu_error": (f"MFU not shown: {len(over)} step{'s' if len(over) > 1 else ''} reached "
+                                           f"{max(over):.0%} of the measured peak, so that peak was measured too "
+                                           "low; it is measured again for the next runs")}
+    return {"mfu": _median(values), "mfu_error": None}
 
 
 def padding_fraction(step_records: list[dict]) -> float | None:

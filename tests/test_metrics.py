@@ -109,3 +109,25 @@ def test_final_event_is_the_last_completed_stopped_or_failed():
     stopped = {"kind": "event", "event": "stopped", "forced": True}
     assert metrics.final_event([started]) is None
     assert metrics.final_event([started, step(1), stopped, {"kind": "event", "event": "engine"}]) is stopped
+
+
+def test_an_mfu_above_100_percent_is_an_error_of_the_peak_never_a_value():
+    from ortnb.metrics import mfu_summary
+
+    steps = [{"mfu": value} for value in (0.40, 0.42, 1.014, 0.41)]
+    assert mfu_summary(steps) == {"mfu": None, "mfu_error": "MFU not shown: 1 step reached 101% of the measured "
+                                  "peak, so that peak was measured too low; it is measured again for the next runs"}
+    assert mfu_summary(steps[:2] + steps[3:]) == {"mfu": 0.41, "mfu_error": None}
+
+
+def test_a_damaged_peak_cache_is_rebuilt_and_a_higher_achieved_rate_raises_the_peak(tmp_path, monkeypatch, capsys):
+    from ortnb import flops
+
+    monkeypatch.setenv("ORTNB_CACHE", str(tmp_path))
+    monkeypatch.setattr(flops, "measure_peak", lambda dtype, threads, repeats=5: 100e9)
+    (tmp_path / "peak.json").write_text('{"cpu|torch')  # a write cut short
+    assert flops.machine_peak("fp32", 2) == 100e9
+    assert "was damaged; measuring the peak again" in capsys.readouterr().err
+    assert flops.raise_peak("fp32", 130e9, 2) == (100e9, 130e9)  # the run reached more than the new measure
+    assert flops.machine_peak("fp32", 2) == 130e9
+    assert not list(tmp_path.glob("*.tmp"))

@@ -57,6 +57,7 @@ class RunCallback(TrainerCallback):
         self.stopped = False
         self._last = None
         self._pending: dict = {}
+        self.max_mfu = 0.0  # above 1: the peak was measured too low (the worker measures it again)
 
     def on_train_begin(self, args, state, control, **kwargs):
         self._last = time.perf_counter()
@@ -85,6 +86,8 @@ class RunCallback(TrainerCallback):
             "gpu_memory_mb": [r[2] for r in ranks] if torch.cuda.is_available() else None,
             "mfu": flops / step_time / self.peak_flops if self.peak_flops else None,
         }
+        if self._pending["mfu"] is not None and state.global_step > 1:  # the first step holds the graph build
+            self.max_mfu = max(self.max_mfu, self._pending["mfu"])
         if state.global_step == 1 and self.writer and self.trainer is not None:
             self.writer.event("engine", **self.trainer.engine_report())
         if any(r[3] for r in ranks):  # all ranks see the same gathered flags, so they stop together

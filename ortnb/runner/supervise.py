@@ -47,7 +47,9 @@ def record_peak(cfg: RunConfig, run_dir: Path) -> None:
 
     dtype = "bf16" if cfg.precision == "bf16" else "fp16" if cfg.precision == "fp16" else "fp32"
     peak = flops.machine_peak(dtype)
-    (run_dir / layout.PEAK).write_text(json.dumps({"dtype": dtype, "flops": peak}))
+    temporary = run_dir / f"{layout.PEAK}.tmp"
+    temporary.write_text(json.dumps({"dtype": dtype, "flops": peak}))
+    os.replace(temporary, run_dir / layout.PEAK)  # the worker reads it whole or not at all
 
 
 def read_records(run_dir: Path) -> list[dict]:

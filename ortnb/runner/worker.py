@@ -82,7 +82,7 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
     train, held_out = prepared.train, prepared.evaluation
     max_steps = planned_steps(cfg, len(train), world)
     interval = evaluation.eval_interval(max_steps, cfg.eval_every) if held_out is not None else None
-    peak = json.loads((run_dir / layout.PEAK).read_text())["flops"] if (run_dir / layout.PEAK).exists() else None
+    peak = _run_peak(run_dir)
     callback = RunCallback(run_dir, writer, samples_per_step=cfg.batch_size * world,
                            token_flops=flops.TokenFlops(model), peak_flops=peak)
     callbacks, scores = [callback], None
@@ -115,6 +115,10 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
     phase("first step")
     trainer.train()
     outcome = "stopped" if callback.stopped else "completed"
+    if writer and peak and callback.max_mfu > 1.0:
+        dtype = json.loads((run_dir / layout.PEAK).read_text()).get("dtype", "fp32")
+        old, new = flops.raise_peak(dtype, callback.max_mfu * peak)
+        writer.event("peak", dtype=dtype, old=old, new=new, reason="a step reached more than the measured peak")
     if not callback.stopped:  # a stopped run was checkpointed by Trainer (RunCallback asked for a save)
         trainer.save_model(str(run_dir / layout.MODEL))
     if writer:
@@ -130,6 +134,15 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
         writer.event(outcome, step=trainer.state.global_step, **final,
                      parameter_checksum=parameter_checksum(trainer.model))
     return outcome
+
+
+def _run_peak(run_dir: Path) -> float | None:
+    """The peak FLOP/s the supervisor recorded for this run; None (no MFU) when the file is missing or damaged."""
+    try:
+        value = json.loads((run_dir / layout.PEAK).read_text()).get("flops")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, (int, float)) and value > 0 else None
 
 
 def planned_steps(cfg: RunConfig, train_rows: int, world: int) -> int:
