@@ -21,7 +21,7 @@ from .validation import validate
 
 SAME_FOR_ALL = ("model", "task", "dataset", "seed", "seq_len")  # padding may differ: it is an option being compared
 COLUMNS = ["label", "engine", "status", "samples_per_s", "spread", "p25", "p75", "speedup", "verdict",
-           "steps_measured", "tokens_per_s", "tokens_per_s_iqr", "real_tokens_per_s", "peak_rss_mb",
+           "steps_measured", "contended", "contended_share", "tokens_per_s", "tokens_per_s_iqr", "real_tokens_per_s", "peak_rss_mb",
            "optimizer_state_mb", "final_loss", "mfu", "first_step_s", "runs"]
 # Shown when the runs evaluated while training: the best value of the run's metric, its step and when it was
 # first reached (seconds since the run began), and the eval loss of the last evaluation.
@@ -123,6 +123,7 @@ def _row(runs: list[dict]) -> dict:
             "samples_per_s": median("samples_per_s"), "spread": median("samples_per_s_iqr"),
             "p25": median("samples_per_s_p25"), "p75": median("samples_per_s_p75"),
             "steps_measured": min(measured), "tokens_per_s_iqr": median("tokens_per_s_iqr"),
+            "contended": any(r.get("contended") for r in runs), "contended_share": median("contended_share"),
             "tokens_per_s": median("tokens_per_s"), "real_tokens_per_s": median("real_tokens_per_s"),
             "peak_rss_mb": median("peak_rss_mb"), "optimizer_state_mb": median("optimizer_state_mb"),
             "final_loss": median("final_loss"), "mfu": median("mfu"), "first_step_s": median("first_step_s"),

@@ -53,12 +53,12 @@ def _doubt(summary: dict, whose: str) -> str | None:
     if not usable:
         measured = summary.get("steps_measured") or 0
         return f"{whose} has too few measured steps ({measured}, at least {MIN_MEASURED_STEPS} needed)"
-    if noisy:
-        return f"{whose} is noisy (spread {relative_spread(summary):.0%} of its median, over {NOISE_LIMIT:.0%})"
-    if contended:
+    if contended:  # said first: other work is the likeliest cause of the noise too
         share = summary.get("contended_share")
         taken = f" ({share:.0%} of the CPU)" if isinstance(share, (int, float)) else ""
         return f"{whose} was measured while other processes used the CPU{taken}"
+    if noisy:
+        return f"{whose} is noisy (spread {relative_spread(summary):.0%} of its median, over {NOISE_LIMIT:.0%})"
     return None
 
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 # tokens_per_s counts padded tokens (the work the engine did); real_tokens_per_s the text trained on.
 STEP_COLUMNS = ["step", "wall_time", "step_time", "samples_per_s", "tokens_per_s", "real_tokens_per_s", "seq_len",
-                "loss", "learning_rate", "grad_norm", "peak_rss_mb", "gpu_memory_mb", "optimizer_state_mb", "mfu"]
+                "loss", "learning_rate", "grad_norm", "peak_rss_mb", "gpu_memory_mb", "optimizer_state_mb", "mfu",
+                "other_cpu"]
 FINAL_EVENTS = ("completed", "stopped", "failed")
 PHASES = ("loading model", "tokenizing", "ONNX export", "graph build", "first step")
 # Older streams wrote non-finite floats as these strings; they are numbers again on read.
@@ -143,6 +144,7 @@ def summarize(records: list[dict], warmup_steps: int) -> dict:
         "optimizer_state_mb": max(_last(steps(records), "optimizer_state_mb") or [None], key=lambda v: v or 0),
         "final_loss": _last(steps(records), "loss"),
         **mfu_summary(measured),
+        **contention_summary(measured),
         "engine": engine.get("engine"),
         "fallback": engine.get("fallback"),
         "first_step_s": engine.get("time_to_first_step_s"),
@@ -223,6 +225,14 @@ def planned_steps(records: list[dict], max_steps: int | None) -> int:
 
     started = next((e for e in events(records, "started") if isinstance(e.get("max_steps"), int)), None)
     return started["max_steps"] if started else (max_steps or DEFAULT_STEPS)
+
+
+def contention_summary(measured: list[dict]) -> dict:
+    """The median share of the cores other work took while the run measured, and whether that flags it."""
+    from .contention import CONTENDED_SHARE
+
+    share = _median(r.get("other_cpu") for r in measured)
+    return {"contended_share": share, "contended": share is not None and share > CONTENDED_SHARE}
 
 
 def mfu_summary(measured: list[dict]) -> dict:

@@ -272,3 +272,24 @@ def test_report_to_tensorboard_writes_the_eval_curves_into_the_run_folder(tmp_pa
     assert len(scalars["eval/accuracy"]) == 3 and len(scalars["train/loss"]) == 4  # evals at steps 0, 2, 4
     evals = [e for e in run.events if e["event"] == "eval"]
     assert scalars["eval/accuracy"] == pytest.approx([e["accuracy"] for e in evals], abs=1e-6)
+
+
+@pytest.mark.slow
+def test_a_run_measured_beside_a_busy_process_is_flagged_contended(tmp_path):
+    import subprocess
+    import sys
+
+    from ortnb import comparison
+
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        run = ortnb.launch(tiny(write_rows(tmp_path, ".jsonl", rows()), tmp_path, max_steps=14, evaluate=False,
+                                eval_every=None))
+        assert run.wait(300) == "completed", run.error
+    finally:
+        busy.kill()
+    summary = run.summary()
+    assert summary["contended"] is True and summary["contended_share"] > 0.1, summary["contended_share"]
+    table = comparison.table([[summary]])
+    assert table["contended"].tolist() == [True]
+    assert "was measured while other processes used the CPU" in table["verdict"][0]

@@ -4,12 +4,14 @@ ORTTrainer run."""
 from __future__ import annotations
 
 import math
+import os
 import time
 from pathlib import Path
 
 import torch
 from transformers import TrainerCallback
 
+from .. import contention
 from ..memory import peak_rss_mb
 from . import layout
 
@@ -61,6 +63,7 @@ class RunCallback(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         self._last = time.perf_counter()
+        self._busy, self._own = contention.busy_seconds(), contention.own_seconds()
 
     def on_step_end(self, args, state, control, optimizer=None, **kwargs):
         now = time.perf_counter()
@@ -69,8 +72,10 @@ class RunCallback(TrainerCallback):
         stop_requested = float((self.run_dir / layout.STOP).exists())
         gone = float(folder_gone(self.run_dir, self.writer is not None))
         padded, real, longest = self.trainer.batch_tokens.take() if self.trainer is not None else (0, 0, 0)
+        own = contention.own_seconds()
+        own_delta, self._own = own - self._own, own
         ranks = _gather([peak_rss_mb(), optimizer_state_bytes(optimizer) / 2**20, gpu, stop_requested, gone,
-                         padded, real, self.token_flops(padded, longest), longest])
+                         padded, real, self.token_flops(padded, longest), longest, own_delta])
         if any(r[4] for r in ranks):  # every rank sees it and stops: carrying on would recreate the folder
             raise RunFolderDeleted(f"The run folder {self.run_dir} was deleted while the run trained (seen after "
                                    f"step {state.global_step}); training stopped without writing anything. "
@@ -85,6 +90,7 @@ class RunCallback(TrainerCallback):
             "peak_rss_mb": [r[0] for r in ranks], "optimizer_state_mb": [r[1] for r in ranks],
             "gpu_memory_mb": [r[2] for r in ranks] if torch.cuda.is_available() else None,
             "mfu": flops / step_time / self.peak_flops if self.peak_flops else None,
+            "other_cpu": self._other_cpu(sum(r[9] for r in ranks), step_time),
         }
         if self._pending["mfu"] is not None and state.global_step > 1:  # the first step holds the graph build
             self.max_mfu = max(self.max_mfu, self._pending["mfu"])
@@ -98,6 +104,14 @@ class RunCallback(TrainerCallback):
     def on_evaluate(self, args, state, control, **kwargs):
         # Evaluation (and saving the best weights) happened between two steps: not training time.
         self._last = time.perf_counter()
+        self._busy, self._own = contention.busy_seconds(), contention.own_seconds()
+
+    def _other_cpu(self, own_delta: float, step_time: float) -> float | None:
+        """Share of the cores other work took during this step (every rank's CPU time left out)."""
+        busy = contention.busy_seconds()
+        delta = busy - self._busy if busy is not None and self._busy is not None else None
+        self._busy = busy
+        return contention.other_share(delta, own_delta, step_time, os.cpu_count() or 1)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not logs or "loss" not in logs or not self._pending:
