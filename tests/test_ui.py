@@ -75,16 +75,16 @@ def test_compare_table_ratios_and_engines():
 
     runs = [[{"label": "base", "status": "completed", "engine": "pytorch", "samples_per_s": 40.0,
               "samples_per_s_iqr": 2.0, "peak_rss_mb": 900.0, "optimizer_state_mb": 80.0, "final_loss": 0.5,
-              "mfu": 0.1}],
+              "mfu": 0.1, "steps_measured": 20}],
             [{"label": "ort", "status": "completed", "engine": "onnxruntime", "samples_per_s": 56.0,
               "samples_per_s_iqr": 3.0, "peak_rss_mb": 1000.0, "optimizer_state_mb": 80.0, "final_loss": 0.5,
-              "mfu": 0.14},
+              "mfu": 0.14, "steps_measured": 20},
              {"label": "ort", "status": "completed", "engine": "onnxruntime", "samples_per_s": 60.0,
               "samples_per_s_iqr": 5.0, "peak_rss_mb": 1000.0, "optimizer_state_mb": 80.0, "final_loss": 0.5,
-              "mfu": 0.15}]]
+              "mfu": 0.15, "steps_measured": 20}]]
     result = table(runs)
     assert list(result["speedup"]) == [1.0, 58.0 / 40.0] and list(result["runs"]) == [1, 2]
-    assert list(result["engine"]) == ["pytorch", "onnxruntime"]
+    assert list(result["engine"]) == ["pytorch", "onnxruntime"] and list(result["verdict"]) == ["baseline", "1.45x"]
 
 
 def test_form_round_trip_and_zero1_toggle():

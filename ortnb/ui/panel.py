@@ -79,6 +79,10 @@ class ConfigPanel:
         self._base = config
         for name, value in form.form_values(config).items():
             control = self.controls[name]
+            if name == "max_steps" and value is None:
+                from ..config import DEFAULT_STEPS
+
+                value = DEFAULT_STEPS  # None trains the default 60 steps (or what epochs takes)
             if name in ("model", "dataset") and value not in control.options:
                 control.options = [*control.options, value]
             control.value = value
