@@ -158,14 +158,17 @@ def tokenize_classification(rows, tokenizer, seq_len: int, padding: str = "max_l
     return rows.map(encode, batched=True, remove_columns=columns).rename_column("label", "labels")
 
 
-def tokenize_causal(rows, tokenizer, seq_len: int, eval_fraction: float = 0.0):
+def tokenize_causal(rows, tokenizer, seq_len: int, eval_fraction: float = 0.0, max_eval_blocks: int | None = None):
     """Concatenate the text and cut it into blocks of seq_len tokens (labels = inputs). The last
-    ``eval_fraction`` of the blocks (at least one when asked) are held out: no held-out text is trained on."""
+    ``eval_fraction`` of the blocks (at least one when asked, at most ``max_eval_blocks``) are held out: no
+    held-out text is trained on, and the held-out text is the end of the file (a play's last act)."""
     from datasets import Dataset
 
     ids = tokenizer("\n".join(rows["text"]), add_special_tokens=False)["input_ids"]
     blocks = [ids[i:i + seq_len] for i in range(0, len(ids) - seq_len + 1, seq_len)]
     eval_blocks = min(len(blocks) - 1, max(1, round(len(blocks) * eval_fraction))) if eval_fraction else 0
+    if max_eval_blocks:
+        eval_blocks = min(eval_blocks, max_eval_blocks)
     split = len(blocks) - eval_blocks
 
     def to_dataset(chunk):
@@ -200,8 +203,9 @@ def prepare(dataset, task: str, tokenizer, seq_len: int, *, plan: EvalPlan = NO_
         if evaluation is not None:  # held-out text of its own
             held, _ = tokenize_causal(evaluation, tokenizer, seq_len)
             return Prepared(tokenize_causal(train, tokenizer, seq_len)[0], _cap(held, plan.samples))
-        blocks, held = tokenize_causal(train, tokenizer, seq_len, plan.fraction if plan.enabled else 0.0)
-        return Prepared(blocks, _cap(held, plan.samples))
+        # eval_samples caps the held-out blocks at the end of the text; the blocks it leaves out are trained on
+        return Prepared(*tokenize_causal(train, tokenizer, seq_len, plan.fraction if plan.enabled else 0.0,
+                                         plan.samples))
     if train_samples and len(train) > train_samples:
         train = train.shuffle(seed=seed).select(range(train_samples))
     if evaluation is None:
@@ -211,8 +215,16 @@ def prepare(dataset, task: str, tokenizer, seq_len: int, *, plan: EvalPlan = NO_
 
 
 def build(dataset, task: str, tokenizer, seq_len: int, plan: EvalPlan = NO_EVALUATION, seed: int = 0,
-          train_samples: int | None = None, labels: data_checks.Labels | None = None, padding: str = "max_length"):
-    """(train, eval or None), tokenized for ``task`` (see ``prepare``)."""
+          train_samples: int | None = None, labels: data_checks.Labels | None = None, padding: str = "max_length",
+          eval_samples: int | None = None):
+    """(train, eval or None), tokenized for ``task`` (see ``prepare``). ``eval_samples=N`` (without a ``plan``)
+    holds out N rows: a causal LM's last N blocks, a classifier's N stratified rows (or N of the dataset's own
+    held-out split)."""
+    if eval_samples is not None and plan == NO_EVALUATION:
+        if eval_samples < 0:
+            raise ValueError(f"eval_samples={eval_samples}: give the number of held-out rows (0 for none)")
+        plan = EvalPlan(enabled=eval_samples > 0, fraction=0.5 if task == "causal-lm" else 0.1,
+                        samples=eval_samples or None)
     prepared = prepare(dataset, task, tokenizer, seq_len, plan=plan, seed=seed, train_samples=train_samples,
                        labels=labels, padding=padding)
     return prepared.train, prepared.evaluation
