@@ -6,28 +6,36 @@ Figures never set a pixel width: they follow their container (plotly's autosize)
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field
 
 # Readable on white and told apart by colour-blind readers (Okabe-Ito without its yellow).
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C564B"]
-# (series key, title, row, col) of the 2x2 live grid.
-PANELS = [("samples_per_s", "samples/s", 1, 1), ("loss", "loss", 1, 2), ("peak_rss_mb", "peak memory per rank (MB)", 2, 1),
-          ("mfu", "MFU (%)", 2, 2)]
+# (series key, title, row, col) of the live grid: speed, loss, memory and MFU in 2x2, then one wide panel for
+# the held-out metric (evaluation while training). The loss panel also holds the held-out loss.
+SPEED_PANELS = [("samples_per_s", "samples/s", 1, 1), ("loss", "loss (train, and held-out dashed)", 1, 2),
+                ("peak_rss_mb", "peak memory per rank (MB)", 2, 1), ("mfu", "MFU (%)", 2, 2)]
+EVAL_PANEL = ("eval_metric", "held-out metric (evaluation while training)", 3, 1)
+PANELS = [*SPEED_PANELS, EVAL_PANEL]
+EVAL_AXES = ("x5", "y5")  # make_subplots numbers the wide panel's axes after the four of the grid
 EMPTY_HINT = "Press Run: throughput, loss, memory and MFU appear here as the run trains"
+EVAL_TITLES = {"accuracy": "held-out accuracy", "f1": "held-out macro-F1", "loss": "held-out loss",
+               "perplexity": "held-out perplexity"}
 COMPARISON_HINT = "Finish a run and press Add to comparison: one bar per run"
 WARMUP_FILL = "rgba(120, 120, 120, 0.12)"
 
 
 def trace_name(label: str, engine: str | None) -> str:
-    """The legend entry: what was asked and what really ran."""
-    return f"{label} [{engine or 'engine ?'}]"
+    """The legend entry: what was asked and what really ran. Escaped: plotly renders tags in names (a run
+    named ``<a href=...>`` would be a live link in the legend)."""
+    return html.escape(f"{label} [{engine or 'engine ?'}]", quote=False)
 
 
 def step_series(records: list[dict]) -> dict[str, tuple[list, list]]:
     """x/y lists per panel from step records; memory gets one series per rank (key peak_rss_mb:rankN)."""
     steps = [r for r in records if r.get("kind", "step") == "step"]
     series: dict[str, tuple[list, list]] = {}
-    for key, *_ in PANELS:
+    for key, *_ in SPEED_PANELS:
         if key == "peak_rss_mb":
             ranks = max((len(r.get(key) or []) for r in steps), default=0)
             for rank in range(ranks):
@@ -39,6 +47,34 @@ def step_series(records: list[dict]) -> dict[str, tuple[list, list]]:
         pairs = [(r["step"], r[key] * scale) for r in steps if isinstance(r.get(key), (int, float))]
         series[key] = ([p[0] for p in pairs], [p[1] for p in pairs])
     return series
+
+
+def eval_metric_of(records: list[dict]) -> str | None:
+    """The metric a run's evaluations are judged by (the eval events name it), or None before the first."""
+    return next((e.get("metric") for e in records if e.get("kind") == "event" and e.get("event") == "eval"), None)
+
+
+def eval_series(records: list[dict]) -> dict[str, tuple[list, list]]:
+    """x/y lists of the evaluations: held-out loss (drawn on the loss panel) and the run's metric (the wide
+    panel; percent for accuracy and F1). Empty without evaluations."""
+    found = [r for r in records if r.get("kind") == "event" and r.get("event") == "eval"]
+    if not found:
+        return {}
+    metric = eval_metric_of(records)
+    key = "eval_loss" if metric == "loss" else metric
+    scale = 100.0 if metric in ("accuracy", "f1") else 1.0
+    series = {}
+    for name, field_name, factor in (("loss:eval", "eval_loss", 1.0), ("eval_metric", key, scale)):
+        pairs = [(r["step"], r[field_name] * factor) for r in found if isinstance(r.get(field_name), (int, float))]
+        series[name] = ([p[0] for p in pairs], [p[1] for p in pairs])
+    return series
+
+
+def eval_title(metric: str | None) -> str:
+    """The wide panel's title for a metric: "held-out accuracy (%)"."""
+    if metric is None:
+        return EVAL_PANEL[1]
+    return EVAL_TITLES.get(metric, f"held-out {metric}") + (" (%)" if metric in ("accuracy", "f1") else "")
 
 
 def panel_position(series: str) -> tuple[int, int]:
@@ -67,12 +103,15 @@ class LiveChart:
         run["engine"] = engine or run["engine"]
         name = trace_name(run["label"], run["engine"])
         new, changed = [], []
-        for series, (xs, ys) in step_series(records).items():
+        for series, (xs, ys) in {**step_series(records), **eval_series(records)}.items():
             row, col = panel_position(series)
-            rank = series.split(":")[1] if ":" in series else None
-            trace = {"x": xs, "y": ys, "name": name if rank in (None, "rank0") else f"{name} {rank}",
-                     "legendgroup": key, "showlegend": series == "samples_per_s",
-                     "line": {"color": run["colour"], "dash": "dot" if rank not in (None, "rank0") else "solid"}}
+            part = series.split(":")[1] if ":" in series else None  # rankN, or eval for the held-out loss
+            held_out = part == "eval" or series == "eval_metric"
+            suffix = " held-out" if held_out else ("" if part in (None, "rank0") else f" {part}")
+            trace = {"x": xs, "y": ys, "name": name + suffix, "legendgroup": key,
+                     "showlegend": series == "samples_per_s",
+                     "line": {"color": run["colour"], "dash": "dash" if held_out else
+                              ("dot" if part not in (None, "rank0") else "solid")}}
             if (key, series) in self.traces:
                 changed.append({"index": self.traces.index((key, series)), **trace})
             else:
@@ -91,7 +130,7 @@ def warmup_shapes(warmup_steps: int) -> list[dict]:
     if warmup_steps <= 0:
         return []
     shapes = []
-    for index in range(len(PANELS)):
+    for index in range(len(SPEED_PANELS)):  # not the held-out panel: evaluations are not speed measurements
         suffix = "" if index == 0 else str(index + 1)
         shapes.append({"type": "rect", "xref": f"x{suffix}", "yref": f"y{suffix} domain", "x0": 0.5,
                        "x1": warmup_steps + 0.5, "y0": 0, "y1": 1, "fillcolor": WARMUP_FILL, "line": {"width": 0},
@@ -104,34 +143,81 @@ def warmup_label(warmup_steps: int) -> dict:
             "yanchor": "bottom", "showarrow": False, "font": {"size": 10, "color": "#555555"}, "name": "warm-up"}
 
 
-def live_layout(warmup_steps: int = 0, empty: bool = True) -> dict:
-    """Layout of the live grid: hint while empty, warm-up band, axes reset to autorange."""
-    annotations = [hint_annotation(EMPTY_HINT)] if empty else []
+def eval_hint_annotation(text: str) -> dict:
+    """A note in the middle of the held-out panel (why it is empty)."""
+    x_axis, y_axis = EVAL_AXES
+    return {"text": text, "xref": f"{x_axis} domain", "yref": f"{y_axis} domain", "x": 0.5, "y": 0.5,
+            "showarrow": False, "font": {"size": 12, "color": "#555555"}, "name": "eval-hint"}
+
+
+def target_shape(target: float, metric: str | None) -> dict:
+    """The target as a dashed line across the held-out panel (in the panel's unit: percent for accuracy)."""
+    value = target * 100.0 if metric in ("accuracy", "f1") else target
+    x_axis, y_axis = EVAL_AXES
+    return {"type": "line", "xref": f"{x_axis} domain", "yref": y_axis, "x0": 0, "x1": 1, "y0": value, "y1": value,
+            "line": {"color": "#00703c", "dash": "dash", "width": 1.5}, "name": "target"}
+
+
+def target_label(target: float, metric: str | None) -> dict:
+    value = target * 100.0 if metric in ("accuracy", "f1") else target
+    x_axis, y_axis = EVAL_AXES
+    return {"text": f"target {target:g}", "xref": f"{x_axis} domain", "yref": y_axis, "x": 1.0, "y": value,
+            "xanchor": "right", "yanchor": "bottom", "showarrow": False, "font": {"size": 10, "color": "#00703c"},
+            "name": "target"}
+
+
+def live_layout(warmup_steps: int = 0, empty: bool = True, eval_hint: str | None = None,
+                target: float | None = None, metric: str | None = None, empty_hint: str = EMPTY_HINT) -> dict:
+    """Layout of the live grid: hint while empty, warm-up band, the held-out panel's note or target line, and
+    that panel's title (the run's metric)."""
+    annotations = [hint_annotation(empty_hint)] if empty else []
     if warmup_steps > 0 and not empty:
         annotations.append(warmup_label(warmup_steps))
-    return {"annotations": annotations, "shapes": [] if empty else warmup_shapes(warmup_steps)}
+    shapes = [] if empty else warmup_shapes(warmup_steps)
+    if eval_hint:
+        annotations.append(eval_hint_annotation(eval_hint))
+    if target is not None:
+        shapes.append(target_shape(target, metric))
+        annotations.append(target_label(target, metric))
+    return {"annotations": annotations, "shapes": shapes, "eval_title": eval_title(metric)}
+
+
+def eval_hint(config, records: list[dict]) -> str | None:
+    """Why the held-out panel is empty, or None once it has a point: evaluation is off, or when the first
+    evaluation comes."""
+    if config is None:
+        return "Evaluation while training shows the held-out metric here"
+    if not getattr(config, "evaluate", True):
+        return "Evaluation is off for this run: tick evaluate in the form to see the held-out metric here"
+    if eval_series(records):
+        return None
+    return "The held-out metric appears here at each evaluation (the first is before the first step)"
 
 
 def live_figure(widget: bool = False):
-    """Four panels in a 2x2 grid sharing the step axis; a FigureWidget when ``widget`` (live updates)."""
+    """Four panels in a 2x2 grid and the wide held-out panel, sharing the step axis; a FigureWidget when
+    ``widget`` (live updates)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    figure = make_subplots(rows=2, cols=2, vertical_spacing=0.16, horizontal_spacing=0.08,
+    figure = make_subplots(rows=3, cols=2, vertical_spacing=0.11, horizontal_spacing=0.08,
+                           specs=[[{}, {}], [{}, {}], [{"colspan": 2}, None]],
                            subplot_titles=[title for _, title, _, _ in PANELS])
-    figure.update_layout(height=520, autosize=True, template="plotly_white", margin={"l": 50, "r": 20, "t": 70, "b": 45},
-                         legend={"orientation": "h", "x": 0, "y": 1.08, "yanchor": "bottom"}, showlegend=True,
+    figure.update_layout(height=760, autosize=True, template="plotly_white", margin={"l": 50, "r": 20, "t": 70, "b": 45},
+                         legend={"orientation": "h", "x": 0, "y": 1.05, "yanchor": "bottom"}, showlegend=True,
                          font={"color": "#1a1a1a"})
-    figure.update_xaxes(title_text="step", row=2)
+    figure.update_xaxes(title_text="step", row=3)
     figure.update_xaxes(rangemode="tozero")
-    subplot_titles = list(figure.layout.annotations)
-    figure.update_layout(annotations=subplot_titles + live_layout()["annotations"])
+    for index, _ in enumerate(figure.layout.annotations):
+        figure.layout.annotations[index].name = "title"
+    titles = list(figure.layout.annotations)
+    figure.update_layout(annotations=titles + live_layout(eval_hint=eval_hint(None, []))["annotations"])
     return go.FigureWidget(figure) if widget else figure
 
 
 def subplot_titles(figure) -> list:
     """The annotations make_subplots wrote (panel titles), without ours."""
-    return [a for a in figure.layout.annotations if a.name not in ("hint", "warm-up")]
+    return [a for a in figure.layout.annotations if a.name == "title"]
 
 
 def apply_updates(figure, new: list[dict], changed: list[dict]) -> None:
@@ -147,10 +233,15 @@ def apply_updates(figure, new: list[dict], changed: list[dict]) -> None:
         target.x, target.y, target.name = update["x"], update["y"], update["name"]
 
 
-def set_live_layout(figure, warmup_steps: int, empty: bool) -> None:
-    """Hint or warm-up band, and autorange on every axis (Clear must not leave old ranges behind)."""
-    extra = live_layout(warmup_steps, empty)
-    figure.layout.annotations = subplot_titles(figure) + extra["annotations"]
+def set_live_layout(figure, warmup_steps: int, empty: bool, eval_hint: str | None = None,
+                    target: float | None = None, metric: str | None = None, empty_hint: str = EMPTY_HINT) -> None:
+    """Hint or warm-up band, the held-out panel's note, target and title, and autorange on every axis (Clear
+    must not leave old ranges behind)."""
+    extra = live_layout(warmup_steps, empty, eval_hint, target, metric, empty_hint)
+    titles = subplot_titles(figure)
+    if titles:
+        titles[-1].text = extra["eval_title"]  # the wide panel is the last one made
+    figure.layout.annotations = titles + extra["annotations"]
     figure.layout.shapes = extra["shapes"]
     figure.update_xaxes(autorange=True)
     figure.update_yaxes(autorange=True)
@@ -163,21 +254,39 @@ def bars_from_table(table) -> list[dict]:
     """Bar rows from a ``compare()`` table (labels there are unique; compare refuses duplicates)."""
     bars = []
     for index, row in enumerate(table.to_dict("records")):
-        speedup, spread = row.get("speedup"), row.get("spread")
+        speedup = row.get("speedup")
+        known = speedup is not None and speedup == speedup
+        text = row.get("verdict") or (f"{speedup:.2f}x" if known else "n/a")
         bars.append({"label": row["label"], "engine": row["engine"], "samples_per_s": row["samples_per_s"],
-                     "spread": spread if spread == spread else None, "colour": PALETTE[index % len(PALETTE)],
-                     "text": f"{speedup:.2f}x" if speedup is not None and speedup == speedup else "n/a",
-                     "too_few": False})
+                     "p25": _number_or_none(row.get("p25")), "p75": _number_or_none(row.get("p75")),
+                     "colour": PALETTE[index % len(PALETTE)], "text": _bar_text(text),
+                     "too_few": not known and not row.get("baseline")})
     return bars
 
 
+def _number_or_none(value):
+    return value if isinstance(value, (int, float)) and value == value else None
+
+
+def _bar_text(verdict: str) -> str:
+    """What a bar says: the speed-up, and "not conclusive" without the reason (the table gives it)."""
+    return verdict.split(", not conclusive")[0] + (" ?" if "not conclusive" in verdict else "")
+
+
 def comparison_bars(rows: list[dict]) -> dict:
-    """Plotly bar data: one bar per run with its own colour; runs with too few measured steps hatched."""
+    """Plotly bar data: one bar per run with its own colour; runs with too few measured steps hatched. The
+    error bar is the interquartile range as it is (p25 to p75, asymmetric), never a ± of half of it."""
+    def median(r):
+        return float(r["samples_per_s"]) if r["samples_per_s"] is not None else 0.0
+
     return {
-        "x": [f"{r['label']}<br>[{r['engine']}]" for r in rows],
-        "y": [float(r["samples_per_s"]) if r["samples_per_s"] is not None else 0.0 for r in rows],
+        # the speed-up goes under the bar with its name: written on the bar, the error bar crossed it
+        "x": [html.escape(f"{r['label']}", quote=False) + f"<br>[{r['engine']}]<br><b>{html.escape(r['text'])}</b>"
+              for r in rows],
+        "y": [median(r) for r in rows],
         "text": [r["text"] for r in rows],
-        "error_y": [float(r["spread"]) / 2 if r["spread"] is not None else 0.0 for r in rows],
+        "error_y": [max(0.0, r["p75"] - median(r)) if r.get("p75") is not None else 0.0 for r in rows],
+        "error_y_minus": [max(0.0, median(r) - r["p25"]) if r.get("p25") is not None else 0.0 for r in rows],
         "colours": [r["colour"] for r in rows],
         "patterns": ["/" if r["too_few"] else "" for r in rows],
     }
@@ -190,12 +299,13 @@ def comparison_figure(rows=None, title: str = "Training throughput (median sampl
     if rows is not None and hasattr(rows, "to_dict"):
         rows = bars_from_table(rows)
     bars = comparison_bars(rows or [])
-    figure = go.Figure(go.Bar(x=bars["x"], y=bars["y"], text=bars["text"], textposition="outside", cliponaxis=False,
+    figure = go.Figure(go.Bar(x=bars["x"], y=bars["y"], hovertext=bars["text"], cliponaxis=False,
                               marker={"color": bars["colours"], "pattern": {"shape": bars["patterns"]}},
-                              error_y={"type": "data", "array": bars["error_y"], "visible": True}))
+                              error_y={"type": "data", "array": bars["error_y"], "arrayminus": bars["error_y_minus"],
+                                       "symmetric": False, "visible": True, "color": "#555555"}))
     figure.update_layout(title=title, yaxis_title="samples/s", template="plotly_white", height=420, autosize=True,
                          bargap=_bargap(len(bars["x"])),
-                         margin={"l": 50, "r": 20, "t": 60, "b": 80}, font={"color": "#1a1a1a"},
+                         margin={"l": 50, "r": 20, "t": 60, "b": 80}, font={"color": "#1a1a1a"}, xaxis={"automargin": True},
                          annotations=[] if rows else [hint_annotation(COMPARISON_HINT)])
     return figure
 
@@ -204,9 +314,9 @@ def update_comparison(figure, rows: list[dict]) -> None:
     """Redraw the comparison bars in place (the caller batches)."""
     bars = comparison_bars(rows)
     bar = figure.data[0]
-    bar.x, bar.y, bar.text = bars["x"], bars["y"], bars["text"]
+    bar.x, bar.y, bar.hovertext = bars["x"], bars["y"], bars["text"]
     bar.marker.color, bar.marker.pattern.shape = bars["colours"], bars["patterns"]
-    bar.error_y.array = bars["error_y"]
+    bar.error_y.array, bar.error_y.arrayminus = bars["error_y"], bars["error_y_minus"]
     figure.layout.annotations = [] if rows else [hint_annotation(COMPARISON_HINT)]
     figure.layout.bargap = _bargap(len(rows))
     figure.update_yaxes(autorange=True)
@@ -217,12 +327,16 @@ def _bargap(bars: int) -> float:
 
 
 def runs_figure(runs, warmup_steps: int | None = None):
-    """The Dashboard's 2x2 grid for finished runs (any Run, an edge run too), one colour per run."""
+    """The Dashboard's live grid for finished runs (any Run, an edge run too), one colour per run."""
     figure, chart = live_figure(), LiveChart()
+    records = []
     for run in runs:
         key = str(run.run_dir)
         chart.add_run(key, run.config.label)
-        apply_updates(figure, *chart.updates(key, run.records(), run.summary().get("engine")))
+        records = run.records()
+        apply_updates(figure, *chart.updates(key, records, run.summary().get("engine")))
     warmup = warmup_steps if warmup_steps is not None else max((r.config.warmup_steps for r in runs), default=0)
-    set_live_layout(figure, warmup, empty=not figure.data)
+    last = runs[-1].config if runs else None
+    set_live_layout(figure, warmup, empty=not figure.data, eval_hint=eval_hint(last, records),
+                    target=getattr(last, "target", None), metric=eval_metric_of(records))
     return figure

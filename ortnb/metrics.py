@@ -205,7 +205,9 @@ def evaluation_summary(records: list[dict]) -> dict:
             "best_reached_s": _since(best, run_start(records)) if best else None,
             "evaluations": len(found), "eval_loss": last.get("eval_loss"), "accuracy": last.get("accuracy"),
             "f1": last.get("f1"), "perplexity": last.get("perplexity"),
-            "early_stopped": bool(final.get("early_stopped")), **_target(final, run_start(records))}
+            "early_stopped": bool(final.get("early_stopped")),
+            "early_stop": next((e["early_stop"] for e in reversed(found) if e.get("early_stop")), None),
+            **_target(final, run_start(records))}
 
 
 def _target(final: dict, start: float | None) -> dict:

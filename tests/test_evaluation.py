@@ -114,12 +114,13 @@ def test_evaluation_summary_names_the_best_and_when_it_was_reached():
                {"kind": "event", "event": "eval", "step": 10, "wall_time": 172.0, "metric": "accuracy",
                 "accuracy": 0.81, "eval_loss": 0.45, "best": True},
                {"kind": "event", "event": "eval", "step": 20, "wall_time": 240.0, "metric": "accuracy",
-                "accuracy": 0.80, "eval_loss": 0.44, "best": False},
+                "accuracy": 0.80, "eval_loss": 0.44, "best": False,
+                "early_stop": "no better accuracy in 1 evaluations since step 10"},
                {"kind": "event", "event": "completed", "time": 241.0, "early_stopped": True}]
     summary = metrics.evaluation_summary(records)
     assert summary == {"metric": "accuracy", "best_value": 0.81, "best_step": 10, "best_reached_s": 72.0,
                        "evaluations": 3, "eval_loss": 0.44, "accuracy": 0.80, "f1": None, "perplexity": None,
-                       "early_stopped": True}
+                       "early_stopped": True, "early_stop": "no better accuracy in 1 evaluations since step 10"}
     frame = metrics.evaluations_frame(records)
     assert frame["wall_s"].tolist() == [1.0, 72.0, 140.0] and frame["step"].tolist() == [0, 10, 20]
     assert metrics.planned_steps(records, None) == 30 and metrics.planned_steps([], None) == 60

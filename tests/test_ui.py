@@ -53,12 +53,17 @@ def test_live_chart_adds_then_updates_traces_with_the_engine_in_the_legend():
 
 
 def test_comparison_bars_write_the_speedup_on_each_bar():
-    table = pd.DataFrame({"label": ["eager + AdamW", "ort + AdamW"], "engine": ["pytorch", "onnxruntime"],
-                          "samples_per_s": [40.0, 60.0], "spread": [2.0, 4.0], "speedup": [1.0, 1.5]})
+    table = pd.DataFrame({"label": ["eager + AdamW", "<a href='x'>ort</a>"], "engine": ["pytorch", "onnxruntime"],
+                          "samples_per_s": [40.0, 60.0], "spread": [2.0, 4.0], "p25": [39.0, 50.0],
+                          "p75": [41.0, 61.0], "speedup": [1.0, 1.5],
+                          "verdict": ["baseline", "1.50x, not conclusive: this run is noisy"]})
     bars = charts.comparison_bars(charts.bars_from_table(table))
-    assert bars == {"x": ["eager + AdamW<br>[pytorch]", "ort + AdamW<br>[onnxruntime]"], "y": [40.0, 60.0],
-                    "text": ["1.00x", "1.50x"], "error_y": [1.0, 2.0], "colours": charts.PALETTE[:2],
-                    "patterns": ["", ""]}
+    # the speed-up sits under the bar (error bars crossed it on the bar); a name's tags are text, not links;
+    # the error bar is p25 to p75 as it is: 10 below a median of 60, 1 above
+    assert bars == {"x": ["eager + AdamW<br>[pytorch]<br><b>baseline</b>",
+                          "&lt;a href='x'&gt;ort&lt;/a&gt;<br>[onnxruntime]<br><b>1.50x ?</b>"], "y": [40.0, 60.0],
+                    "text": ["baseline", "1.50x ?"], "error_y": [1.0, 1.0], "error_y_minus": [1.0, 10.0],
+                    "colours": charts.PALETTE[:2], "patterns": ["", ""]}
 
 
 def test_warmup_band_on_every_panel_and_a_hint_while_empty():
@@ -225,8 +230,7 @@ def test_two_identical_runs_make_two_bars_and_a_table_row_can_go(widget_dashboar
         dashboard.refresh(force=True)
         assert dashboard.add_to_comparison() is True
     bars = dashboard.comparison_figure.data[0]
-    assert list(bars.x) == ["eager + AdamW<br>[engine ?]".replace("engine ?", "none"),
-                            "eager + AdamW #2<br>[none]"]
+    assert list(bars.x) == ["eager + AdamW<br>[none]<br><b>baseline</b>", "eager + AdamW #2<br>[none]<br><b>1.00x</b>"]
     assert list(bars.marker.color) == charts.PALETTE[:2]
     removes = [c for c in dashboard.table.children if "ortnb-remove" in c._dom_classes]
     assert len(removes) == 2
@@ -288,7 +292,7 @@ def test_find_fastest_fills_the_table_and_load_winner_fills_the_form(widget_dash
     assert "Find fastest: every candidate" in dashboard.search_table.value
     assert "needs the CUDA execution provider" in dashboard.search_table.value
     assert not dashboard.buttons["Load winner"].disabled and dashboard.tabs.selected_index == 1
-    dashboard.panel.controls["max_steps"].value = 300
+    dashboard.panel.controls["length"].value = "300"
     dashboard.buttons["Load winner"].click()
     config = dashboard.panel.config
     assert (config.backend, config.optim, config.batch_size, config.max_steps) == ("ort", "adamw_torch_fused", 32, 300)

@@ -69,7 +69,9 @@ def test_too_few_steps_are_marked_and_left_out_of_the_speedup():
     rows = present.comparison_rows(state)
     assert [r["too_few"] for r in rows] == [True, False, False]
     assert [r["speedup"] for r in rows] == [None, 1.0, 1.5]  # the first run with enough steps is the baseline
-    assert [r["text"] for r in rows] == ["too few steps (2 measured)", "baseline", "1.50x ⚠ noisy"]
+    assert [r["text"] for r in rows] == ["too few steps (2 measured)", "baseline",
+                                         "1.50x, not conclusive: this run is noisy (spread 20% of its median, over 15%)"]
+    assert [r["conclusive"] for r in rows] == [False, True, False]  # the judge compare and the report use
     assert charts.comparison_bars(rows)["patterns"] == ["/", "", ""]
 
 
@@ -163,10 +165,12 @@ def test_durations():
 
 def test_summary_card_has_what_a_user_asks_after_a_run():
     state = DashboardState()
-    entry = finished(state, "/runs/a", result=summary(12.345, spread=1.0))
+    result = {**summary(12.345, spread=1.0), "samples_per_s_p25": 11.9, "samples_per_s_p75": 12.9}
+    entry = finished(state, "/runs/a", result=result)
+    # the spread as it is (p25 to p75), never a symmetric ± of half the IQR
     assert dict(present.summary_items(entry)) == {
-        "final loss": "0.5123", "samples/s (median)": "12.3 ± 0.5", "tokens/s, real (padded)": "310 (480)",
-        "MFU": "45.7%", "wall time": "0:10",
+        "final loss": "0.5123", "samples/s (median, p25–p75)": "12.3 (p25–p75: 11.9–12.9)",
+        "tokens/s, real (padded)": "310 (480)", "MFU": "45.7%", "wall time": "0:10",
         "first step": "7.8 s", "engine": "pytorch", "run folder": "/runs/x"}
     html = present.summary_card_html(entry)
     assert "eager + AdamW: completed" in html and "ortnb-summary" in html
@@ -184,17 +188,18 @@ def test_failed_run_card_and_status_carry_the_error():
 
 def test_comparison_table_says_numbers_plainly():
     state = DashboardState()
-    finished(state, "/runs/a", result=summary(1560.4, spread=31.2))
+    finished(state, "/runs/a", result={**summary(1560.4, spread=31.2), "samples_per_s_p25": 1540.0,
+                                       "samples_per_s_p75": 1571.2, "eval_metric": "accuracy", "best_value": 0.8125})
     finished(state, "/runs/b", result={**summary(1716.0, spread=None), "mfu": None, "first_step_s": None})
     for run_id in state.runs:
         state.add_to_comparison(run_id)
     rows = present.comparison_rows(state)
     assert [title for _, title in present.TABLE_COLUMNS] == [
-        "run", "engine", "samples/s", "spread (IQR)", "speed-up", "real tokens/s", "MFU %", "peak memory (MB)",
-        "optimizer state (MB)", "final loss", "first step (s)"]
-    assert present.table_cells(rows[0]) == ["eager + AdamW", "pytorch", "1,560", "31.2 (2%)", "baseline", "310", "45.7",
-                                            "1,560", "87", "0.512", "7.84"]
-    assert present.table_cells(rows[1])[2:7] == ["1,716", "–", "1.10x", "310", "–"]
+        "run", "engine", "samples/s", "p25–p75", "speed-up", "best held-out", "real tokens/s", "MFU %",
+        "peak memory (MB)", "optimizer state (MB)", "final loss", "first step (s)"]
+    assert present.table_cells(rows[0]) == ["eager + AdamW", "pytorch", "1,560", "1,540–1,571", "baseline",
+                                            "accuracy 0.812", "310", "45.7", "1,560", "87", "0.512", "7.84"]
+    assert present.table_cells(rows[1])[2:8] == ["1,716", "–", "1.10x", "–", "310", "–"]
     assert present.table_cells(rows[1])[-1] == "–"
 
 

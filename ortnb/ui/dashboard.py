@@ -14,18 +14,19 @@ import threading
 import time
 from typing import Callable
 
-from .. import charts
+from .. import charts, metrics
 from ..comparison import workload_problems
 from ..config import RunConfig
 from ..display import Throttle, warn_text_mode, widget_frontend
 from ..errors import ConfigError
-from ..runner import Run, launch
+from ..runner import Run, launch, layout
 from ..validation import validate
 from . import form, present
 from .find_fastest import DEFAULT_BUDGET_S, FindFastest
 from .state import FINAL, DashboardState
 
 POLL_SECONDS = 0.25
+TABS = ("Live", "Comparison", "Try it")
 BUTTONS = (("Run", "success", "play"), ("Stop", "danger", "stop"), ("Add to comparison", "info", "plus"),
            ("Clear", "", "trash"), ("Find fastest", "warning", "search"), ("Load winner", "", "upload"))
 
@@ -38,15 +39,20 @@ def status_text(run: Run | None, records: list[dict] | None = None) -> str:
     steps = [r for r in (records if records is not None else run.records()) if r.get("kind") == "step"]
     text = f"{run.config.label}: {status}"
     if steps:
-        text += f" (step {steps[-1]['step']}/{run.config.max_steps})"
+        text += f" (step {steps[-1]['step']}/{metrics.planned_steps(records or run.records(), run.config.max_steps)})"
     if status == "failed" and run.error:
         text += f" - {run.error.splitlines()[0]}"
     return text
 
 
 class Dashboard(FindFastest):
-    def __init__(self, config: RunConfig | None = None, *, throttle: Throttle | None = None, start: bool = True,
-                 clock: Callable[[], float] = time.monotonic, wall_clock: Callable[[], float] = time.time):
+    def __init__(self, config: RunConfig | None = None, *, dataset=None, throttle: Throttle | None = None,
+                 start: bool = True, clock: Callable[[], float] = time.monotonic,
+                 wall_clock: Callable[[], float] = time.time):
+        """``dataset``: the training data for the form (a path, or a datasets.Dataset in this kernel, which the
+        form names "in-memory Dataset (N rows)"); it replaces ``config``'s."""
+        if dataset is not None:
+            config = (config or RunConfig()).replace(dataset=dataset)
         self.state = DashboardState()
         self.runs: dict[str, Run] = {}  # run id -> the Run it reads from; the state says what is shown
         self.chart = charts.LiveChart()
@@ -54,6 +60,7 @@ class Dashboard(FindFastest):
         self.clock, self.wall_clock = clock, wall_clock
         self._seen: dict[str, int] = {}
         self._table_key = None
+        self._live_key = None
         self._search_stop = threading.Event()
         self._lock = threading.RLock()
         self._stop_polling = threading.Event()
@@ -75,6 +82,7 @@ class Dashboard(FindFastest):
 
         from .fit import WidthWatcher, responsive
         from .panel import ConfigPanel
+        from .tryit import TryIt
 
         self.panel = ConfigPanel(config)
         self.panel.on_change(self._form_changed)
@@ -104,11 +112,13 @@ class Dashboard(FindFastest):
         self.table.add_class("ortnb-table")
         self.search_table = w.HTML()
         full = w.Layout(width="100%")
+        self.try_it = TryIt()
         self.tabs = w.Tab(children=[w.VBox([self.figure], layout=full),
-                                    w.VBox([self.comparison_figure, self.table, self.search_table], layout=full)],
+                                    w.VBox([self.comparison_figure, self.table, self.search_table], layout=full),
+                                    self.try_it.widget],
                           layout=w.Layout(width="auto"))
-        self.tabs.set_title(0, "Live")
-        self.tabs.set_title(1, "Comparison")
+        for index, title in enumerate(TABS):
+            self.tabs.set_title(index, title)
         row = [*(self.buttons[name] for name in ("Run", "Stop", "Add to comparison", "Clear", "Find fastest")), budget,
                self.buttons["Load winner"]]
         self.widget = w.VBox([self.settings, w.HBox(row, layout=w.Layout(flex_flow="row wrap")), self.status,
@@ -120,8 +130,9 @@ class Dashboard(FindFastest):
     def run(self, config: RunConfig | None = None) -> Run | None:
         """Start a run of ``config`` (default: the form's). One run at a time; problems are shown, not
         raised, in the UI (raised as ConfigError in text mode)."""
+        from_form = config is None and self.widgets
         config = config or (self.panel.config if self.widgets else self._config)
-        problems = validate(config)
+        problems = self.panel.problems if from_form else validate(config)
         with self._lock:
             if problems or self.state.active_runs:
                 message = ("cannot start: " + "; ".join(form.problem_lines(problems)) if problems
@@ -135,6 +146,7 @@ class Dashboard(FindFastest):
             self._track(run)
             if self.widgets:
                 self.settings.selected_index = None  # fold the form away: the charts are what matter now
+                self.tabs.selected_index = 0  # and bring them forward, from whichever tab was open
         if self.widgets:
             self.render()
         else:
@@ -224,7 +236,7 @@ class Dashboard(FindFastest):
                 done = status in FINAL
                 self.state.observe(run_id, status=status, records=list(run.records()), now=self.clock(),
                                    error=run.error if status == "failed" else None,
-                                   summary=run.summary() if done else None)
+                                   summary=_final_summary(run, status) if done else None)
                 ended |= done
         return ended
 
@@ -260,6 +272,7 @@ class Dashboard(FindFastest):
             self.settings.set_title(0, f"Run settings: {self.panel.config.label}")
             self._render_live()
             self._render_comparison()
+            self.try_it.show(self.active, state.latest)
 
     def _show_message(self) -> None:
         if self.widgets:
@@ -290,11 +303,17 @@ class Dashboard(FindFastest):
             updates.append(self.chart.updates(run_id, entry.records, engine))
         empty = not any(e.records and any(r.get("kind") == "step" for r in e.records) for e in self.state.runs.values())
         latest = self.state.latest
+        key = (len(self.state.runs), latest.status if latest else None, present.live_hint(latest) if empty else None)
         with self.figure.batch_update():
             for new, changed in updates:
                 charts.apply_updates(self.figure, new, changed)
-            if updates or empty:
-                charts.set_live_layout(self.figure, latest.config.warmup_steps if latest else 0, empty)
+            if updates or key != self._live_key:
+                self._live_key = key
+                records = latest.records if latest else []
+                charts.set_live_layout(self.figure, latest.config.warmup_steps if latest else 0, empty,
+                                       eval_hint=charts.eval_hint(latest.config if latest else None, records),
+                                       target=latest.config.target if latest else None,
+                                       metric=charts.eval_metric_of(records), empty_hint=present.live_hint(latest))
 
     def _render_comparison(self) -> None:
         rows = present.comparison_rows(self.state)
@@ -319,7 +338,7 @@ class Dashboard(FindFastest):
         cells.append(w.HTML(""))
         for row in rows:
             for (key, _), text in zip(present.TABLE_COLUMNS, present.table_cells(row)):
-                kind = "" if key in ("label", "engine", "speedup") else " ortnb-number"
+                kind = "" if key in present.TEXT_COLUMNS else " ortnb-number"
                 swatch = f"<span class='ortnb-swatch' style='background:{row['colour']}'></span>" if key == "label" else ""
                 cells.append(w.HTML(f"<div class='ortnb-cell{kind}'>{swatch}{html.escape(text)}</div>"))
             remove = w.Button(icon="times", tooltip=f"remove {row['label']} from the comparison",
@@ -360,6 +379,15 @@ class Dashboard(FindFastest):
     def __repr__(self) -> str:
         return f"Dashboard(runs={len(self.state.runs)}, status={present.status_text(self.state.latest)!r})"
 
+
+
+def _final_summary(run: Run, status: str) -> dict:
+    """The run's summary, and for a stopped run the checkpoint it wrote (what load_model and resuming read)."""
+    summary = run.summary()
+    if status == "stopped":
+        found = layout.checkpoints(run.run_dir)
+        summary["checkpoint"] = str(found[-1]) if found else None
+    return summary
 
 
 def _figure_widget(figure):

@@ -1,72 +1,263 @@
 """The config form's logic, without widgets: values <-> RunConfig, the form's words, and what this
-machine cannot run (pure, tested exactly)."""
+machine cannot run (pure, tested exactly).
+
+What the form shows is text where a person types (model, dataset, learning rate, how long to train, the
+evaluation settings and the rest of RunConfig under "more settings"), so a value is read exactly as typed
+(5e-5 runs as 5e-05) and a typing slip is a problem under its field, in the form's words, never a crash.
+"""
 
 from __future__ import annotations
 
 import html
+import math
 import re
+from dataclasses import dataclass, field
 
-from ..config import RunConfig
+from ..config import DEFAULT_STEPS, RunConfig
 from ..data import padding_plan
-from ..validation import CHOICE_FIELDS, Problem
+from ..evaluation import METRIC_NAMES, default_metric, metrics_for
+from ..validation import CHOICE_FIELDS, Problem, run_task
 
+# The form's rows, in order; "more settings" folds the rest of RunConfig away.
 FORM_FIELDS = ("model", "dataset", "backend", "optim", "precision", "zero1", "num_processes", "batch_size",
-               "seq_len", "padding", "length_grouping", "max_steps", "learning_rate")
+               "seq_len", "padding", "length_grouping", "length", "learning_rate", "evaluate", "eval_every", "metric",
+               "early_stopping_patience")
+MORE_FIELDS = ("task", "warmup_steps", "seed", "eval_dataset", "eval_fraction", "eval_samples", "target", "threads",
+               "report_to", "name", "output_dir")
 CHOICE_LABELS = {
     "backend": {"eager": "PyTorch (eager)", "ort": "ONNX Runtime", "compile": "torch.compile"},
     "optim": {"adamw_torch": "AdamW", "adamw_torch_fused": "fused AdamW (torch)",
               "adamw_ort_fused": "fused Adam (ORT, CUDA)"},
     "precision": {"no": "fp32", "bf16": "bf16", "fp16": "fp16"},
     "padding": {"longest": "per batch (longest row)", "max_length": "to sequence length"},
+    "length_unit": {"steps": "steps", "epochs": "epochs"},
+    "metric": METRIC_NAMES,
+    "task": {None: "the model's own", "sequence-classification": "classification", "causal-lm": "causal LM"},
 }
 # What each control is called on screen; validate()'s field names map onto these.
 CONTROL_LABELS = {"model": "model", "dataset": "dataset", "backend": "engine", "optim": "optimizer",
                   "precision": "precision", "zero_stage": "ZeRO-1", "zero1": "ZeRO-1", "num_processes": "processes",
-                  "batch_size": "batch size", "seq_len": "sequence length", "max_steps": "steps",
-                  "learning_rate": "learning rate", "warmup_steps": "warm-up steps", "task": "task",
-                  "padding": "padding", "length_grouping": "length grouping",
-                  "output_dir": "output folder"}
+                  "batch_size": "batch size", "seq_len": "sequence length", "max_steps": "steps", "epochs": "epochs",
+                  "length": "train for", "learning_rate": "learning rate", "warmup_steps": "warm-up steps",
+                  "task": "task", "padding": "padding", "length_grouping": "length grouping",
+                  "output_dir": "output folder", "evaluate": "evaluate", "eval_every": "evaluate every",
+                  "metric": "best by", "early_stopping_patience": "early stopping", "eval_dataset": "held-out data",
+                  "eval_fraction": "held-out share", "eval_samples": "held-out rows", "target": "target",
+                  "seed": "seed", "threads": "threads", "report_to": "report to", "name": "name"}
+# The control that shows a field's problems (validate() names RunConfig fields).
+CONTROL_OF = {"zero_stage": "zero1", "max_steps": "length", "epochs": "length"}
+# Typed fields: how the text is read. "?" means blank is None (the field's automatic choice).
+TEXT_KINDS = {"model": "text", "dataset": "text", "learning_rate": "float", "eval_every": "int?",
+              "early_stopping_patience": "int?", "warmup_steps": "int", "seed": "int", "eval_dataset": "text?",
+              "eval_fraction": "float", "eval_samples": "int?", "target": "float?", "threads": "int?",
+              "report_to": "list?", "name": "text?", "output_dir": "text"}
+# What a blank typed field means, shown in it as a placeholder.
+BLANK_MEANS = {"eval_every": "auto: five evaluations over the run", "early_stopping_patience": "never stop early",
+               "eval_dataset": "the dataset's own held-out rows", "eval_samples": "all held-out rows",
+               "target": "none: train every step", "threads": "auto", "report_to": "none (tensorboard, mlflow, wandb)",
+               "name": "from the settings"}
+EXAMPLES = {"learning_rate": "5e-5", "eval_fraction": "0.1", "target": "0.85"}
+EVAL_FIELDS = ("eval_every", "metric", "early_stopping_patience", "target")  # moot without evaluation
 ZERO1_TEXT = "ZeRO-1: shard optimizer state across processes (DeepSpeed)"
 
 
+# -- values <-> text ----------------------------------------------------------------------------
+
+
+def text_of(value) -> str:
+    """What a typed field shows for a value: exact (5e-05, not 5.011872336272725e-05), blank for None."""
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value))
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def parse(name: str, text: str) -> tuple[object, str | None]:
+    """(value, problem) of what was typed into ``name``'s field; the problem is in the form's words."""
+    kind = TEXT_KINDS[name]
+    text = (text or "").strip()
+    if not text:
+        if kind.endswith("?"):
+            return None, None
+        return None, "is empty; type a value" + (f" such as {EXAMPLES[name]}" if name in EXAMPLES else "") + "."
+    base = kind.rstrip("?")
+    if base == "int":
+        try:
+            return int(text.replace(",", "").replace("_", "")), None
+        except ValueError:
+            return None, f"{text!r} is not a whole number; type one such as 10" + (
+                " or leave it blank" if kind.endswith("?") else "") + "."
+    if base == "float":
+        try:
+            value = float(text.replace(",", ""))
+        except ValueError:
+            value = None
+        if value is None or not math.isfinite(value):
+            return None, f"{text!r} is not a number; type one such as {EXAMPLES.get(name, '0.5')}" + (
+                " or leave it blank" if kind.endswith("?") else "") + "."
+        return value, None
+    if base == "list":
+        return [part.strip() for part in text.split(",") if part.strip()], None
+    return text, None
+
+
+def parse_length(text: str, unit: str) -> tuple[object, str | None, str]:
+    """(value, problem, field) of "train for N steps / N epochs": steps are whole, epochs may be 1.5."""
+    field_name = "epochs" if unit == "epochs" else "max_steps"
+    text = (text or "").strip()
+    try:
+        value = int(text) if unit == "steps" else float(text)
+    except ValueError:
+        what = "a whole number of steps such as 60" if unit == "steps" else "a number of epochs such as 1 or 2.5"
+        return None, (f"{text!r} is not {what}." if text else f"is empty; type {what}."), field_name
+    if unit == "epochs" and not math.isfinite(value):
+        return None, f"{text!r} is not a number of epochs such as 1 or 2.5.", field_name
+    return value, None, field_name
+
+
+def dataset_label(dataset) -> str:
+    """How the dataset field names an in-memory datasets.Dataset: "in-memory Dataset (1,200 rows)"."""
+    rows = getattr(dataset, "num_rows", None)
+    return f"in-memory Dataset ({rows:,} rows)" if isinstance(rows, int) else "in-memory Dataset"
+
+
 def form_values(cfg: RunConfig) -> dict:
-    """What the form shows for ``cfg``: ZeRO is a ZeRO-1 toggle; padding and length grouping as the run
-    will use them (None means longest and grouped for classification)."""
-    values = {name: getattr(cfg, name) for name in FORM_FIELDS if name != "zero1"}
+    """What the form shows for ``cfg``: typed fields as text; ZeRO as a ZeRO-1 toggle; padding and length grouping as
+    the run will use them (None means longest and grouped for classification); how long as N steps or N epochs."""
+    values = {}
+    for name in (*FORM_FIELDS, *MORE_FIELDS):
+        if name in ("zero1", "length"):
+            continue
+        value = getattr(cfg, name)
+        if name == "dataset" and not isinstance(value, str):
+            value = dataset_label(value)
+        values[name] = text_of(value) if name in TEXT_KINDS else value
     values["zero1"] = cfg.zero_stage == 1
     # The classification meaning, also for a causal LM, whose rows the panel then shows as moot (disabled).
     values["padding"], values["length_grouping"] = padding_plan(cfg.padding, cfg.length_grouping,
                                                                 "sequence-classification")
+    if cfg.epochs is not None and cfg.max_steps is None:
+        values["length"], values["length_unit"] = text_of(cfg.epochs), "epochs"
+    else:
+        values["length"], values["length_unit"] = str(cfg.max_steps or DEFAULT_STEPS), "steps"
+    values["metric"] = cfg.metric or default_metric(run_task(cfg))
     return values
 
 
-def config_from_form(values: dict, base: RunConfig | None = None) -> RunConfig:
-    """The RunConfig the form describes; fields the form lacks come from ``base``. For a causal LM
-    padding and length grouping are moot (full blocks), so they stay None."""
-    from ..validation import run_task
+@dataclass(frozen=True)
+class Reading:
+    """What the form describes: the RunConfig (a field that cannot be read keeps the base's value) and why not."""
 
+    config: RunConfig
+    problems: list[Problem] = field(default_factory=list)  # fields typed so that they cannot be read
+
+
+def read_form(values: dict, base: RunConfig | None = None, in_memory: dict | None = None) -> Reading:
+    """The RunConfig the form describes; fields the form lacks come from ``base``. ``in_memory`` maps a dataset
+    label ("in-memory Dataset (1,200 rows)") to its datasets.Dataset. Unchanged automatic fields stay None
+    (padding, length grouping, steps, the metric), so form -> config -> form keeps the base as it was."""
     base = base or RunConfig()
-    changes = {name: value for name, value in values.items() if name != "zero1"}
-    changes["zero_stage"] = 1 if values.get("zero1") else (base.zero_stage if base.zero_stage != 1 else 0)
-    if "padding" in values:
-        changes["length_grouping"] = bool(values.get("length_grouping")) and values["padding"] == "longest"
-        shown = form_values(base)
-        if (changes["padding"], changes["length_grouping"]) == (shown["padding"], shown["length_grouping"]):
-            changes["padding"], changes["length_grouping"] = base.padding, base.length_grouping  # unchanged: keep None
+    shown = form_values(base)
+    in_memory = in_memory or {}
+    changes, problems = {}, []
+    for name, value in values.items():
+        if name in ("zero1", "length", "length_unit", "padding", "length_grouping", "metric"):
+            continue
+        if name in TEXT_KINDS:
+            if name == "dataset" and value in in_memory:
+                changes[name] = in_memory[value]
+                continue
+            if value == shown.get(name):
+                continue  # unchanged: the base's exact value (a path object, a list)
+            value, problem = parse(name, value)
+            if problem:
+                problems.append(Problem(name, problem))
+                continue
+        changes[name] = value
+    if "zero1" in values:
+        changes["zero_stage"] = 1 if values["zero1"] else (base.zero_stage if base.zero_stage != 1 else 0)
+    _read_padding(values, base, shown, changes)
+    _read_length(values, shown, changes, problems)
     config = base.replace(**changes)
-    if run_task(config) == "causal-lm":
+    task = run_task(config)
+    if task == "causal-lm":
         config = config.replace(padding=None, length_grouping=None)
-    return config
+    config = config.replace(metric=_read_metric(values, base, shown, task))
+    if not config.evaluate:
+        config = config.replace(**{name: None for name in EVAL_FIELDS})
+    return Reading(config, problems)
+
+
+def config_from_form(values: dict, base: RunConfig | None = None, in_memory: dict | None = None) -> RunConfig:
+    """The RunConfig of ``read_form`` (fields that cannot be read keep the base's value)."""
+    return read_form(values, base, in_memory).config
+
+
+def _read_padding(values, base, shown, changes):
+    if "padding" not in values:
+        return
+    changes["padding"] = values["padding"]
+    changes["length_grouping"] = bool(values.get("length_grouping")) and values["padding"] == "longest"
+    if (changes["padding"], changes["length_grouping"]) == (shown["padding"], shown["length_grouping"]):
+        changes["padding"], changes["length_grouping"] = base.padding, base.length_grouping  # unchanged: keep None
+
+
+def _read_length(values, shown, changes, problems):
+    if "length" not in values:
+        return
+    unit = values.get("length_unit", "steps")
+    if (values["length"], unit) == (shown["length"], shown["length_unit"]):
+        return  # unchanged: max_steps=None stays None (60 steps, or as many as epochs takes)
+    value, problem, name = parse_length(values["length"], unit)
+    if problem:
+        problems.append(Problem(name, problem))
+        return
+    changes["max_steps"], changes["epochs"] = (value, None) if unit == "steps" else (None, value)
+
+
+def _read_metric(values, base, shown, task):
+    chosen = values.get("metric", shown["metric"])
+    if chosen == shown["metric"] and base.metric is None and chosen == default_metric(task):
+        return None
+    if chosen not in metrics_for(task) and base.metric is None:
+        return None  # the task changed under the form: its own metric
+    return chosen
+
+
+def metric_pairs(task: str, current: str | None = None) -> list[tuple[str, str]]:
+    """(label, value) pairs of the metric choice for ``task`` (the form's current one kept, validate names it)."""
+    values = list(metrics_for(task))
+    if current and current not in values:
+        values.append(current)
+    return [(METRIC_NAMES.get(v, v), v) for v in values]
+
+
+def moot_fields(config: RunConfig) -> set[str]:
+    """Controls that mean nothing for this run (shown disabled): evaluation settings without evaluation, padding
+    for a causal LM (full blocks), length grouping without per-batch padding."""
+    moot = set() if config.evaluate else {*EVAL_FIELDS, "eval_dataset", "eval_fraction", "eval_samples"}
+    if run_task(config) == "causal-lm" and config.padding is None and config.length_grouping is None:
+        moot |= {"padding", "length_grouping"}
+    return moot
 
 
 # -- the form's words -------------------------------------------------------------------------
 
 _ASSIGNMENT = re.compile(r"\b(backend|optim|precision)=['\"]([a-z0-9_]+)['\"]")
 _BARE_OPTIMIZER = re.compile(r"\b(adamw_ort_fused|adamw_torch_fused|adamw_torch)\b")
+_NONE = re.compile(r"\b(eval_every|early_stopping_patience|eval_dataset|eval_samples|target|metric|max_steps|epochs)"
+                   r"=None\b")
+_FIELD_NAMES = re.compile(r"\b(max_steps|warmup_steps|eval_every|eval_samples|eval_fraction|eval_dataset|"
+                          r"early_stopping_patience|learning_rate|batch_size|seq_len|num_processes|report_to|"
+                          r"output_dir)\b")
 
 
 def humanize(text: str) -> str:
-    """Say options the way the form does: backend='eager' -> PyTorch (eager), precision='no' -> fp32."""
+    """Say options the way the form does: backend='eager' -> PyTorch (eager), precision='no' -> fp32,
+    evaluate=False -> evaluate off, eval_every=None -> evaluate every blank, seq_len -> sequence length."""
     def label(match):
         return CHOICE_LABELS[match.group(1)].get(match.group(2), match.group(0))
 
@@ -75,7 +266,11 @@ def humanize(text: str) -> str:
     text = re.sub(r"\bzero_stage=0\b", "ZeRO-1 off", text)
     text = re.sub(r"\bzero_stage=1\b", "ZeRO-1", text)
     text = re.sub(r"\bnum_processes=1\b", "1 process", text)
-    return re.sub(r"\bnum_processes=(\d+)", r"\1 processes", text)
+    text = re.sub(r"\bnum_processes=(\d+)", r"\1 processes", text)
+    text = re.sub(r"\bevaluate=False\b", "evaluate off", text)
+    text = re.sub(r"\bevaluate=True\b", "evaluate on", text)
+    text = _NONE.sub(lambda m: f"{CONTROL_LABELS[m.group(1)]} blank", text)
+    return _FIELD_NAMES.sub(lambda m: CONTROL_LABELS[m.group(1)], text)
 
 
 def problem_lines(problems: list[Problem]) -> list[str]:
@@ -84,11 +279,38 @@ def problem_lines(problems: list[Problem]) -> list[str]:
 
 
 def problems_html(problems: list[Problem]) -> str:
+    """The summary under the form: every problem (each also shows under its own field), or ready."""
     if not problems:
         return "<span class='ortnb-ready' style='color:#00703c'>&#10003; ready to run on this machine</span>"
     items = "".join(f"<li><b>{html.escape(CONTROL_LABELS.get(p.field, p.field))}</b>: "
                     f"{html.escape(humanize(p.message))}</li>" for p in problems)
     return f"<div class='ortnb-problems' style='color:#b00020'>This run cannot start here:<ul>{items}</ul></div>"
+
+
+def problems_by_control(problems: list[Problem], controls) -> dict[str, list[str]]:
+    """Each control's problems in the form's words (a problem of a field without a control is left out: the
+    summary under the form lists it)."""
+    found: dict[str, list[str]] = {}
+    for problem in problems:
+        control = CONTROL_OF.get(problem.field, problem.field)
+        if control in controls:
+            found.setdefault(control, []).append(humanize(problem.message))
+    return found
+
+
+def field_problem_html(messages: list[str]) -> str:
+    """What shows under a field that has problems (empty when it has none)."""
+    if not messages:
+        return ""
+    return "".join(f"<div class='ortnb-field-problem'>{html.escape(m)}</div>" for m in messages)
+
+
+def notes_html(notes: list[str]) -> str:
+    """validation.notes(cfg): what the run will do that a user should know (a new head, the pad token); not errors."""
+    if not notes:
+        return ""
+    items = "".join(f"<li>{html.escape(humanize(n))}</li>" for n in notes)
+    return f"<div class='ortnb-form-notes'>Before you run:<ul>{items}</ul></div>"
 
 
 # -- options this machine cannot run ----------------------------------------------------------

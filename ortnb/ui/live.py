@@ -21,8 +21,25 @@ def engine_of(model) -> str:
     return "onnxruntime" if engine.stats.ort_steps and not engine.stats.fallback else "pytorch"
 
 
+def eval_record(step: int, logs: dict, metric_for_best_model: str | None = None) -> dict:
+    """A Trainer evaluation's logs as the eval event the Dashboard's runs write (the same chart draws both):
+    eval_loss and, where compute_metrics gave them, accuracy and f1. The metric is Trainer's
+    metric_for_best_model when set, else accuracy when there is one, else the loss."""
+    record = {"kind": "event", "event": "eval", "step": step, "eval_loss": float(logs["eval_loss"])}
+    for name in ("accuracy", "f1"):
+        if isinstance(logs.get(f"eval_{name}"), (int, float)):
+            record[name] = float(logs[f"eval_{name}"])
+    chosen = (metric_for_best_model or "").removeprefix("eval_")
+    if chosen == "eval_loss":
+        chosen = "loss"
+    record["metric"] = chosen if chosen in ("loss", "accuracy", "f1") and (chosen == "loss" or chosen in record) \
+        else ("accuracy" if "accuracy" in record else "loss")
+    return record
+
+
 class LiveCallback(TrainerCallback):
-    """``trainer.add_callback(ortnb.LiveCallback())``: samples/s, loss, memory and MFU while it trains."""
+    """``trainer.add_callback(ortnb.LiveCallback())``: samples/s, loss, memory and MFU while it trains, and each
+    evaluation's held-out loss and metric (set eval_strategy in the TrainingArguments to get them)."""
 
     def __init__(self, label: str | None = None, throttle: Throttle | None = None):
         self.label = label
@@ -55,6 +72,11 @@ class LiveCallback(TrainerCallback):
         self._engine = engine_of(model)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "eval_loss" in logs and state.is_world_process_zero:
+            self.records.append(eval_record(state.global_step, logs, args.metric_for_best_model))
+            if self.widgets and self.throttle.ready():
+                self._draw()
+            return
         if not logs or "loss" not in logs or not state.is_world_process_zero:
             return
         record = {"kind": "step", "step": state.global_step, "loss": float(logs["loss"]),
@@ -77,15 +99,22 @@ class LiveCallback(TrainerCallback):
         figure = charts.live_figure()
         new, _ = self.chart.updates("live", self.records, self._engine)
         charts.apply_updates(figure, new, [])
-        charts.set_live_layout(figure, 0, empty=not self.records)
+        charts.set_live_layout(figure, 0, empty=not self.records, eval_hint=self._eval_hint(),
+                               metric=charts.eval_metric_of(self.records))
         _show_static(figure)
+
+    def _eval_hint(self) -> str | None:
+        if charts.eval_series(self.records):
+            return None
+        return "No evaluation yet: set eval_strategy='steps' (and eval_steps) in the TrainingArguments to see one"
 
     def _draw(self) -> None:
         new, changed = self.chart.updates("live", self.records, self._engine)
         with self.figure.batch_update():
             charts.apply_updates(self.figure, new, changed)
             if new:
-                charts.set_live_layout(self.figure, 0, empty=False)
+                charts.set_live_layout(self.figure, 0, empty=False, eval_hint=self._eval_hint(),
+                                       metric=charts.eval_metric_of(self.records))
 
     def __repr__(self) -> str:
         return f"LiveCallback(steps={len(self.records)})"

@@ -10,12 +10,10 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from .. import metrics
+from .. import judge, metrics
+from ..evaluation import METRIC_NAMES
 from .form import humanize
 from .state import DashboardState, RunEntry
-
-MIN_MEASURED_STEPS = 5  # fewer measured steps than this make no speed figure: shown, marked, left out
-NOISE_LIMIT = 0.15  # an interquartile range wider than 15% of the median gets a noise warning
 LEVEL_COLOURS = {"info": "#1a1a1a", "warning": "#8a5a00", "error": "#b00020"}
 STATUS_COLOURS = {"failed": "#b00020", "stopped": "#8a5a00", "completed": "#00703c"}
 
@@ -72,10 +70,15 @@ def eta_seconds(steps: list[dict], total: int) -> float | None:
     return max(0, total - steps[-1]["step"]) * statistics.median(times)
 
 
+def planned(entry: RunEntry) -> int:
+    """The steps the run trains (its worker says how many epochs take; else max_steps or the default)."""
+    return metrics.planned_steps(entry.records, entry.config.max_steps)
+
+
 def progress(entry: RunEntry, now: float, wall_clock: float | None = None) -> Progress:
     """Step i/N, elapsed, ETA and the named phase; ``wall_clock`` (time.time()) dates phase events."""
     steps = _steps(entry.records)
-    step, total = (steps[-1]["step"] if steps else 0), entry.config.max_steps
+    step, total = (steps[-1]["step"] if steps else 0), planned(entry)
     elapsed = (entry.ended_at or now) - entry.started_at
     if entry.done:
         text = f"{entry.status} · {step}/{total} steps in {format_duration(elapsed)}"
@@ -103,13 +106,27 @@ def status_text(entry: RunEntry | None) -> str:
     text = f"{entry.label}: {status}"
     steps = _steps(entry.records)
     if steps:
-        text += f" (step {steps[-1]['step']}/{entry.config.max_steps})"
+        text += f" (step {steps[-1]['step']}/{planned(entry)})"
     forced = next((r for r in reversed(entry.records) if r.get("event") == "stopped" and r.get("forced")), None)
     if forced:
         text += " - forced: " + str(forced.get("reason", "the ranks were terminated"))
     if entry.status == "failed" and entry.error:
         text += f" - {entry.error.splitlines()[0]}"
     return text
+
+
+def live_hint(entry: RunEntry | None) -> str:
+    """What the empty live charts say: press Run only when there is nothing else to say."""
+    from ..charts import EMPTY_HINT
+
+    if entry is None:
+        return EMPTY_HINT
+    if entry.status == "failed":
+        return "The run failed before its first step: the status above says why"
+    if entry.done:
+        return f"The run ended ({entry.status}) before its first step"
+    phase, _ = _phase(entry.records)
+    return f"{phase[0].upper()}{phase[1:]}…: the charts start at the first step"
 
 
 def status_html(state: DashboardState) -> str:
@@ -128,26 +145,67 @@ def status_html(state: DashboardState) -> str:
 
 
 def summary_items(entry: RunEntry) -> list[tuple[str, str]]:
-    """(name, value) pairs for the card shown when a run ends."""
+    """(name, value) pairs for the card shown when a run ends: how good (the held-out metric, when the run
+    evaluated), how fast (median with its interquartile range, as the table and the chart show it), where."""
     s = entry.summary or {}
-    spread = s.get("samples_per_s_iqr")
-    speed = _number(s.get("samples_per_s"))
-    if spread is not None and s.get("samples_per_s"):
-        speed += f" ± {_number(spread / 2)}"
     measured = s.get("steps_measured") or 0
-    if s.get("samples_per_s") is not None and measured < MIN_MEASURED_STEPS:
-        speed += f" ({measured} measured step{'s' if measured != 1 else ''}: too few to compare)"
-    mfu = s.get("mfu")
-    return [
+    if s.get("samples_per_s") is None:
+        speed = "– (no measured steps)"
+    else:
+        speed = judge.spread_text(s.get("samples_per_s"), s.get("samples_per_s_p25"), s.get("samples_per_s_p75"))
+        if measured < judge.MIN_MEASURED_STEPS:
+            speed += f" ({measured} measured step{'s' if measured != 1 else ''}: too few to compare)"
+    items = quality_items(s)
+    items += [
         ("final loss", _number(s.get("final_loss"), 4)),
-        ("samples/s (median)", speed if s.get("samples_per_s") is not None else "– (no measured steps)"),
+        ("samples/s (median, p25–p75)", speed),
         ("tokens/s, real (padded)", _tokens(s)),
-        ("MFU", f"{mfu * 100:.1f}%" if mfu is not None else "–"),
+        ("MFU", _mfu(s)),
         ("wall time", format_duration((entry.ended_at or entry.started_at) - entry.started_at)),
         ("first step", f"{s['first_step_s']:.1f} s" if s.get("first_step_s") is not None else "–"),
         ("engine", s.get("engine") or "none (no step ran)"),
         ("run folder", str(s.get("run_dir") or entry.id)),
     ]
+    if entry.status == "stopped":
+        items.append(("checkpoint", s.get("checkpoint") or "none (stopped before a whole checkpoint was written)"))
+    return items
+
+
+def metric_text(metric: str | None, value) -> str:
+    """'accuracy 0.812', 'eval loss 2.31', 'perplexity 10.1'."""
+    if metric is None or not isinstance(value, (int, float)):
+        return "–"
+    return f"{METRIC_NAMES.get(metric, metric)} {_number(value)}"
+
+
+def quality_items(s: dict) -> list[tuple[str, str]]:
+    """The card's evaluation items: the best held-out value with its step and time, the target, early stop."""
+    metric = s.get("eval_metric")
+    if metric is None:
+        return []
+    best = metric_text(metric, s.get("best_value"))
+    if s.get("best_step") is not None:
+        best += f" at step {s['best_step']}"
+        if s.get("best_reached_s") is not None:
+            best += f" ({format_duration(s['best_reached_s'])})"
+    items = [(f"best held-out {METRIC_NAMES.get(metric, metric)}", best),
+             ("held-out loss (last)", _number(s.get("eval_loss"), 4))]
+    if s.get("target") is not None:
+        if s.get("reached_target"):
+            when = f" ({format_duration(s['target_reached_s'])})" if s.get("target_reached_s") is not None else ""
+            items.append(("target", f"reached {s['target']:g} at step {s.get('target_step')}{when}"))
+        else:
+            items.append(("target", f"{s['target']:g} not reached"))
+    if s.get("early_stopped"):
+        items.append(("stopped early", s.get("early_stop") or "no better evaluation within the patience"))
+    return items
+
+
+def _mfu(summary: dict) -> str:
+    mfu = summary.get("mfu")
+    if mfu is not None:
+        return f"{mfu * 100:.1f}%"
+    return "– (" + summary["mfu_error"] + ")" if summary.get("mfu_error") else "–"
 
 
 def _tokens(summary: dict) -> str:
@@ -155,6 +213,17 @@ def _tokens(summary: dict) -> str:
     if real is None:
         return _number(padded) if padded is not None else "–"
     return f"{_number(real)} ({_number(padded)})"
+
+
+def card_notes(entry: RunEntry) -> list[str]:
+    """What the run did that a user should know (a new head, the pad token, contention), in plain words."""
+    s = entry.summary or {}
+    notes = [humanize(n) for n in s.get("notes") or []]
+    if s.get("contended"):
+        share = s.get("contended_share")
+        notes.append("measured while other processes used the CPU" + (f" ({share:.0%})" if share else "") +
+                     ": its speed is no fact; measure again on a quiet machine")
+    return notes
 
 
 def summary_card_html(entry: RunEntry | None) -> str:
@@ -166,8 +235,9 @@ def summary_card_html(entry: RunEntry | None) -> str:
                     for name, value in summary_items(entry))
     error = (f"<div class='ortnb-card-error'>{html.escape(entry.error.splitlines()[0])}</div>"
              if entry.status == "failed" and entry.error else "")
+    notes = "".join(f"<div class='ortnb-card-note'>{html.escape(n)}</div>" for n in card_notes(entry))
     return (f"<div class='ortnb-summary' style='border-left:4px solid {colour}'>"
-            f"<div class='ortnb-card-title'>{html.escape(entry.label)}: {entry.status}</div>{error}"
+            f"<div class='ortnb-card-title'>{html.escape(entry.label)}: {entry.status}</div>{error}{notes}"
             f"<div class='ortnb-card-grid'>{cells}</div></div>")
 
 
@@ -175,67 +245,52 @@ def summary_card_html(entry: RunEntry | None) -> str:
 
 
 def comparison_rows(state: DashboardState) -> list[dict]:
-    """One row per compared run, in the order added. The speed-up is over the first run with enough
-    measured steps; runs with too few are kept (marked) but get no speed-up."""
-    rows = []
+    """One row per compared run, in the order added, judged by ``ortnb.judge`` (the judge compare, the report
+    and tune use): the speed-up is over the first run with enough measured steps, and is a fact only where the
+    judge allows it; runs with too few steps are kept (marked) but get no speed-up."""
+    rows, summaries = [], []
     for run_id in state.compared:
         entry = state.runs[run_id]
         s = entry.summary or {}
-        median, spread = s.get("samples_per_s"), s.get("samples_per_s_iqr")
-        too_few = (s.get("steps_measured") or 0) < MIN_MEASURED_STEPS or median is None
+        summaries.append({**s, "label": entry.label})
         rows.append({"id": run_id, "label": entry.label, "colour": entry.colour, "engine": s.get("engine") or "none",
-                     "status": entry.status, "samples_per_s": median, "spread": spread,
-                     "steps_measured": s.get("steps_measured") or 0, "too_few": too_few,
-                     "noisy": bool(not too_few and (relative_spread(s) or 0.0) > NOISE_LIMIT),
+                     "status": entry.status, "samples_per_s": s.get("samples_per_s"),
+                     "p25": s.get("samples_per_s_p25"), "p75": s.get("samples_per_s_p75"),
+                     "steps_measured": s.get("steps_measured") or 0,
                      "peak_rss_mb": s.get("peak_rss_mb"), "optimizer_state_mb": s.get("optimizer_state_mb"),
                      "final_loss": s.get("final_loss"), "mfu": s.get("mfu"), "first_step_s": s.get("first_step_s"),
                      "real_tokens_per_s": s.get("real_tokens_per_s"),
-                     "speedup": None, "baseline": False})
-    base = next((r for r in rows if not r["too_few"]), None)
-    for row in rows:
-        if base is not None and not row["too_few"]:
-            row["speedup"] = row["samples_per_s"] / base["samples_per_s"]
-    if base is not None:
-        base["baseline"] = True
-    for row in rows:
-        row["text"] = speedup_text(row)
+                     "held_out": metric_text(s.get("eval_metric"), s.get("best_value"))})
+    for row, verdict in zip(rows, judge.judge(summaries)):
+        row.update(speedup=verdict.speedup, baseline=verdict.baseline, too_few=not verdict.usable,
+                   noisy=verdict.noisy, contended=verdict.contended, conclusive=verdict.conclusive,
+                   reason=verdict.reason, text=verdict.text)
     return rows
 
 
-def relative_spread(summary: dict) -> float | None:
-    """How much a run's speed varied from step to step, as a share of its median. Judged on padded tokens/s
-    when the run has it: with per-batch padding each step's samples/s follows its batch's length, while the
-    work done per second stays steady, so only that shows real noise."""
-    for value, spread in (("tokens_per_s", "tokens_per_s_iqr"), ("samples_per_s", "samples_per_s_iqr")):
-        if summary.get(value) and summary.get(spread) is not None:
-            return summary[spread] / summary[value]
-    return None
-
-
 def speedup_text(row: dict) -> str:
-    if row["too_few"]:
-        return f"too few steps ({row['steps_measured']} measured)"
-    text = "baseline" if row["baseline"] else f"{row['speedup']:.2f}x"
-    return text + (" ⚠ noisy" if row["noisy"] else "")
+    return row["text"]
 
 
-TABLE_COLUMNS = [("label", "run"), ("engine", "engine"), ("samples_per_s", "samples/s"), ("spread", "spread (IQR)"),
-                 ("speedup", "speed-up"), ("real_tokens_per_s", "real tokens/s"), ("mfu", "MFU %"),
-                 ("peak_rss_mb", "peak memory (MB)"), ("optimizer_state_mb", "optimizer state (MB)"),
+TABLE_COLUMNS = [("label", "run"), ("engine", "engine"), ("samples_per_s", "samples/s"), ("spread", "p25–p75"),
+                 ("speedup", "speed-up"), ("held_out", "best held-out"), ("real_tokens_per_s", "real tokens/s"),
+                 ("mfu", "MFU %"), ("peak_rss_mb", "peak memory (MB)"), ("optimizer_state_mb", "optimizer state (MB)"),
                  ("final_loss", "final loss"), ("first_step_s", "first step (s)")]
+TEXT_COLUMNS = ("label", "engine", "speedup", "held_out")
 
 
 def table_cells(row: dict) -> list[str]:
     """The row's cells as text, in TABLE_COLUMNS order."""
     cells = []
     for key, _ in TABLE_COLUMNS:
-        value = row[key]
-        if key in ("label", "engine"):
+        value = row.get(key)
+        if key in ("label", "engine", "held_out"):
             cells.append(str(value))
         elif key == "speedup":
             cells.append(speedup_text(row))
-        elif key == "spread" and value is not None and row["samples_per_s"]:
-            cells.append(f"{_number(value)} ({value / row['samples_per_s']:.0%})")
+        elif key == "spread":
+            known = row["p25"] is not None and row["p75"] is not None
+            cells.append(f"{_number(row['p25'])}–{_number(row['p75'])}" if known else "–")
         elif key == "mfu":
             cells.append(f"{value * 100:.1f}" if value is not None else "–")
         else:

@@ -32,6 +32,19 @@ CSS = f"""
 .ortnb-cell {{ font-size: 12px; line-height: 1.3; padding: 2px 4px; white-space: normal; overflow-wrap: anywhere; }}
 .ortnb-cell.ortnb-head {{ font-weight: bold; border-bottom: 1px solid #999999; }}
 .ortnb-cell.ortnb-number {{ text-align: right; font-variant-numeric: tabular-nums; }}
+.ortnb-field-problem {{ font-size: 12px; line-height: 1.35; color: #b00020; margin: 0 0 4px 124px; white-space: normal; }}
+.ortnb-upload-note {{ font-size: 12px; line-height: 1.35; color: #00703c; margin: 0 0 4px 124px; overflow-wrap: anywhere; }}
+.ortnb-form-notes {{ font-size: 12px; line-height: 1.4; color: #1a1a1a; background: #eef5fb; padding: 2px 8px; }}
+.ortnb-form-notes ul {{ margin: 2px 0; padding-left: 18px; }}
+.ortnb-card-note {{ font-size: 12px; color: #8a5a00; margin-bottom: 2px; }}
+.ortnb-prediction {{ margin: 6px 0; max-width: 640px; }}
+.ortnb-prob {{ display: flex; align-items: center; gap: 8px; font-size: 12px; line-height: 1.6; }}
+.ortnb-prob-name {{ flex: 0 0 120px; overflow-wrap: anywhere; }}
+.ortnb-prob-bar {{ display: inline-block; height: 10px; background: #0072B2; max-width: 60%; }}
+.ortnb-prob-value {{ font-variant-numeric: tabular-nums; }}
+.ortnb-source {{ font-size: 11px; color: #555555; margin-top: 2px; }}
+.ortnb-continuation {{ white-space: pre-wrap; font-size: 12px; }}
+.ortnb-confusion, .ortnb-wrong {{ margin: 8px 0; }}
 .ortnb-swatch {{ display: inline-block; width: 10px; height: 10px; margin-right: 4px; }}
 """
 
