@@ -118,18 +118,33 @@ def write(table, configs: list[RunConfig], out_dir: str | Path, command: str,
     return json_path, html_path
 
 
+MARKDOWN_COLUMNS = [("label", "run"), ("engine", "engine"), ("samples_per_s", "samples/s (median)"),
+                    ("p25", "p25–p75"), ("verdict", "speed-up"), ("peak_rss_mb", "peak memory (MB)"),
+                    ("mfu", "MFU"), ("first_step_s", "first step (s)")]
+
+
+def _known(value) -> bool:
+    return isinstance(value, (int, float)) and value == value
+
+
 def markdown_table(table) -> str:
-    """The table as GitHub markdown (for README and benchmarks/)."""
-    columns = ["label", "engine", "samples_per_s", "spread", "speedup", "peak_rss_mb", "mfu", "first_step_s"]
-    header = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n"
+    """The table as GitHub markdown (for README and benchmarks/): the spread as p25–p75 and the speed-up in the
+    judge's words (a speed-up that is no fact says why), as the Dashboard and report.html show them."""
+    header = ("| " + " | ".join(title for _, title in MARKDOWN_COLUMNS) + " |\n|" + "---|" * len(MARKDOWN_COLUMNS)
+              + "\n")
     rows = []
-    for record in table[columns].to_dict(orient="records"):
+    for record in table.to_dict(orient="records"):
         cells = []
-        for column in columns:
-            value = record[column]
-            if isinstance(value, float):
-                value = f"{value:.1%}" if column == "mfu" else f"{value:.2f}x" if column == "speedup" \
-                    else f"{value:.1f}"
-            cells.append(str(value))
+        for column, _ in MARKDOWN_COLUMNS:
+            value = record.get(column)
+            if column == "p25":
+                low, high = record.get("p25"), record.get("p75")
+                value = f"{low:.1f}–{high:.1f}" if _known(low) and _known(high) else "–"
+            elif column == "verdict" and not value:
+                speedup = record.get("speedup")
+                value = f"{speedup:.2f}x" if _known(speedup) else "–"
+            elif isinstance(value, float):
+                value = f"{value:.1%}" if column == "mfu" else f"{value:.1f}" if _known(value) else "–"
+            cells.append(str(value if value is not None else "–").replace("|", "/"))
         rows.append("| " + " | ".join(cells) + " |")
     return header + "\n".join(rows) + "\n"

@@ -43,10 +43,16 @@ def test_optimum_preset_uses_ort_fused_adam_on_cuda_and_skips_what_is_missing():
 
 def test_markdown_table_is_exact():
     assert report.markdown_table(TABLE) == (
-        "| label | engine | samples_per_s | spread | speedup | peak_rss_mb | mfu | first_step_s |\n"
+        "| run | engine | samples/s (median) | p25–p75 | speed-up | peak memory (MB) | MFU | first step (s) |\n"
         "|---|---|---|---|---|---|---|---|\n"
-        "| PyTorch + AdamW | pytorch | 20.0 | 1.0 | 1.00x | 900.0 | 5.0% | 1.2 |\n"
-        "| ORT + fused Adam | onnxruntime | 31.0 | 2.5 | 1.55x | 1100.0 | 7.8% | 7.4 |\n")
+        "| PyTorch + AdamW | pytorch | 20.0 | – | 1.00x | 900.0 | 5.0% | 1.2 |\n"
+        "| ORT + fused Adam | onnxruntime | 31.0 | – | 1.55x | 1100.0 | 7.8% | 7.4 |\n")
+    judged = TABLE.assign(p25=[19.5, 22.0], p75=[20.5, 40.0],
+                          verdict=["baseline", "1.55x, not conclusive: this run is noisy (spread 58% of its median, "
+                                               "over 15%)"])
+    assert report.markdown_table(judged).splitlines()[3] == (
+        "| ORT + fused Adam | onnxruntime | 31.0 | 22.0–40.0 | 1.55x, not conclusive: this run is noisy (spread 58% of "
+        "its median, over 15%) | 1100.0 | 7.8% | 7.4 |")
 
 
 def test_best_configuration_is_the_fastest_that_completed():

@@ -233,12 +233,23 @@ def test_find_fastest_is_one_thing_at_a_time_and_its_progress_reads_plainly():
     assert state.request_stop() == [] and search.stopping and state.buttons()["Stop"] is False
     winner = EAGER.replace(backend="ort", batch_size=32, padding="longest", length_grouping=True, max_steps=12)
     rows = [{"rank": 1, "label": "ort + AdamW", "status": "completed", "samples_per_s": 45.1, "mfu": 0.41},
-            {"rank": None, "label": "ort + AdamW + bf16", "status": "refused", "reason": "bf16 needs CUDA"}]
+            {"rank": None, "label": "ort + AdamW + bf16", "status": "refused",
+             "reason": "bf16 with backend='ort' needs CUDA"},
+            {"rank": None, "label": "ort + AdamW + bf16 x2", "status": "refused",
+             "reason": "bf16 with backend='ort' needs CUDA"}]
     state.search_ended(rows, winner)
     assert state.buttons()["Load winner"] is True and state.buttons()["Run"] is True
     assert "fastest here: ort + AdamW" in state.message.text
     html = present.search_table_html(rows)
-    assert "bf16 needs CUDA" in html and "41.0" in html and html.count("<tr>") == 3
+    # one row for the two refusals, in the form's words
+    assert "bf16 with ONNX Runtime needs CUDA" in html and "41.0" in html and html.count("<tr>") == 3
+    assert "2 candidates: ort + AdamW + bf16, ort + AdamW + bf16 x2" in html
+    partial = DashboardState()
+    partial.start_search(28.0, now=0.0)
+    partial.search_ended(rows[:1], winner, conclusive=False,
+                         description="Best of 1 measured, not a search: ort + AdamW, 45.1 samples/s.")
+    assert partial.message.level == "warning" and partial.message.text.startswith("Best of 1 measured, not a search")
+    assert "fastest here" not in partial.message.text
     # the winner's settings, the user's steps and learning rate
     loaded = present.winner_for_form(winner, EAGER.replace(max_steps=500, learning_rate=1e-4))
     assert (loaded.backend, loaded.batch_size, loaded.padding, loaded.max_steps, loaded.learning_rate) == (

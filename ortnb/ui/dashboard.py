@@ -196,11 +196,12 @@ class Dashboard(FindFastest):
         self.render()
 
     def comparison(self):
-        """The comparison as a pandas DataFrame (first run with enough measured steps is the baseline)."""
+        """The comparison as a pandas DataFrame (first run with enough measured steps is the baseline); its
+        ``verdict`` says, in the judge's words, whether each speed-up is a fact."""
         import pandas as pd
 
         rows = present.comparison_rows(self.state)
-        return pd.DataFrame(rows).drop(columns=["id", "colour"]) if rows else None
+        return pd.DataFrame(rows).drop(columns=["id", "colour"]).rename(columns={"text": "verdict"}) if rows else None
 
     def clear(self) -> None:
         """Forget finished runs and the comparison; a run that still trains stays on screen."""

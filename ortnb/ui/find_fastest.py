@@ -43,8 +43,10 @@ class FindFastest:
                 self.render()
                 return None
             rows = json_rows(result.table)
+            conclusive = bool(getattr(result, "conclusive", True))
             with self._lock:
-                self.state.search_ended(rows, result.best)
+                self.state.search_ended(rows, result.best, conclusive=conclusive,
+                                        description=None if conclusive else result.describe())
             self._table_key = None
             self.render()
             if self.widgets:
@@ -74,8 +76,9 @@ class FindFastest:
             self.settings.selected_index = 0
         else:
             self._config = config
+        what = "the fastest configuration" if search.conclusive else "the best measured configuration (not a search)"
         with self._lock:
-            self.state.say(f"the form now holds the fastest configuration: {config.label}")
+            self.state.say(f"the form now holds {what}: {config.label}")
         self.render()
         return config
 

@@ -336,10 +336,33 @@ def search_cell(key: str, value) -> str:
     return str(value)
 
 
+GROUPED = ("refused", "unsupported", "skipped", "not measured")  # statuses whose rows say the same thing
+
+
+def search_table_rows(rows: list[dict]) -> list[dict]:
+    """The rows a person reads: measured and failed candidates one by one; candidates that were not run for the
+    same reason once, with how many and which (the grid had 16 rows saying one refusal), in the form's words."""
+    shown, groups = [], {}
+    for row in rows:
+        if row.get("status") in GROUPED or (row.get("samples_per_s") is None and row.get("status") != "failed"
+                                            and row.get("reason")):
+            groups.setdefault((row.get("status"), humanize(str(row.get("reason") or "no reason recorded"))),
+                              []).append(str(row.get("label")))
+        else:
+            shown.append({**row, "reason": humanize(str(row["reason"])) if row.get("reason") else None})
+    for (status, reason), labels in groups.items():
+        which = labels[0] if len(labels) == 1 else f"{len(labels)} candidates: {', '.join(labels[:3])}" + (
+            f" and {len(labels) - 3} more" if len(labels) > 3 else "")
+        shown.append({"label": which, "status": status, "reason": reason})
+    return shown
+
+
 def search_table_html(rows: list[dict]) -> str:
-    """The ranked table of a search: every candidate, measured or not, with the reason when not."""
+    """The ranked table of a search: every candidate, measured or not, with the reason when not (candidates
+    refused for one reason share a row)."""
     if not rows:
         return ""
+    rows = search_table_rows(rows)
     columns = [(key, title) for key, title in SEARCH_COLUMNS if any(key in row for row in rows)]
     head = "".join(f"<th class='ortnb-cell ortnb-head'>{html.escape(title)}</th>" for _, title in columns)
     body = "".join("<tr>" + "".join(f"<td class='ortnb-cell'>{html.escape(search_cell(key, row.get(key)))}</td>"

@@ -71,6 +71,7 @@ class Search:
     error: str | None = None
     done: bool = False
     stopping: bool = False
+    conclusive: bool = True  # every runnable candidate measured: the winner won a search
 
 
 @dataclass
@@ -159,15 +160,23 @@ class DashboardState:
         if self.search is not None:
             self.search.progress = dict(event)
 
-    def search_ended(self, rows: list[dict], best: RunConfig | None, error: str | None = None) -> None:
+    def search_ended(self, rows: list[dict], best: RunConfig | None, error: str | None = None,
+                     conclusive: bool = True, description: str | None = None) -> None:
+        """The search ended. ``conclusive``: every runnable candidate was measured, so the winner won a search;
+        otherwise it is only the best of those measured and the message says so (``description``: tune's)."""
         if self.search is None:
             return
         self.search.rows, self.search.best, self.search.error, self.search.done = rows, best, error, True
         self.search.stopping = False
+        self.search.conclusive = conclusive
         if error:
             self.message = Message(f"Find fastest failed: {error}", "error")
         elif best is None:
             self.message = Message("Find fastest measured no configuration to the end; see the table", "warning")
+        elif not conclusive:
+            text = description or f"best of those measured, not a search: {best.label}"
+            self.message = Message(f"{text} Press Load winner to try it, or raise the budget for a real search.",
+                                   "warning")
         else:
             self.message = Message(f"fastest here: {best.label}; press Load winner to put it in the form")
 
