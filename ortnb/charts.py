@@ -259,7 +259,7 @@ def bars_from_table(table) -> list[dict]:
         text = row.get("verdict") or (f"{speedup:.2f}x" if known else "n/a")
         bars.append({"label": row["label"], "engine": row["engine"], "samples_per_s": row["samples_per_s"],
                      "p25": _number_or_none(row.get("p25")), "p75": _number_or_none(row.get("p75")),
-                     "colour": PALETTE[index % len(PALETTE)], "text": _bar_text(text),
+                     "colour": PALETTE[index % len(PALETTE)], "text": text,
                      "too_few": not known and not row.get("baseline")})
     return bars
 
@@ -268,9 +268,12 @@ def _number_or_none(value):
     return value if isinstance(value, (int, float)) and value == value else None
 
 
-def _bar_text(verdict: str) -> str:
-    """What a bar says: the speed-up, and "not conclusive" without the reason (the table gives it)."""
-    return verdict.split(", not conclusive")[0] + (" ?" if "not conclusive" in verdict else "")
+def bar_label(label: str, engine: str, verdict: str) -> str:
+    """The text under a bar: the run, the engine that ran, the speed-up, and "not conclusive" without the
+    reason (the table beside the chart gives it in full; a long reason here turned every label sideways)."""
+    figure, _, reason = verdict.partition(", not conclusive")
+    shown = f"<b>{html.escape(figure)}</b>" + ("<br>not conclusive" if reason else "")
+    return f"{html.escape(label, quote=False)}<br>[{engine}]<br>{shown}"
 
 
 def comparison_bars(rows: list[dict]) -> dict:
@@ -281,8 +284,7 @@ def comparison_bars(rows: list[dict]) -> dict:
 
     return {
         # the speed-up goes under the bar with its name: written on the bar, the error bar crossed it
-        "x": [html.escape(f"{r['label']}", quote=False) + f"<br>[{r['engine']}]<br><b>{html.escape(r['text'])}</b>"
-              for r in rows],
+        "x": [bar_label(r["label"], r["engine"], r["text"]) for r in rows],
         "y": [median(r) for r in rows],
         "text": [r["text"] for r in rows],
         "error_y": [max(0.0, r["p75"] - median(r)) if r.get("p75") is not None else 0.0 for r in rows],
@@ -339,4 +341,33 @@ def runs_figure(runs, warmup_steps: int | None = None):
     last = runs[-1].config if runs else None
     set_live_layout(figure, warmup, empty=not figure.data, eval_hint=eval_hint(last, records),
                     target=getattr(last, "target", None), metric=eval_metric_of(records))
+    return figure
+
+
+# -- the confusion matrix -----------------------------------------------------------------------
+
+
+def confusion_data(confusion: list[list[int]], names: list[str]) -> dict:
+    """Heatmap data: shade = share of the true class's row (recall on the diagonal), text = count and share.
+    Rows top to bottom in class order (plotly draws the first row at the bottom unless the axis is reversed)."""
+    shares = [[cell / sum(row) if sum(row) else 0.0 for cell in row] for row in confusion]
+    text = [[f"{count:,}<br>{share:.0%}" for count, share in zip(row, share_row)]
+            for row, share_row in zip(confusion, shares)]
+    labels = [html.escape(str(n), quote=False) for n in names]
+    return {"z": shares, "text": text, "x": labels, "y": labels}
+
+
+def confusion_figure(confusion: list[list[int]], names: list[str], step: int | None = None):
+    """The last evaluation's confusion matrix as a plotly heatmap (rows: true class; columns: predicted)."""
+    import plotly.graph_objects as go
+
+    data = confusion_data(confusion, names)
+    figure = go.Figure(go.Heatmap(z=data["z"], x=data["x"], y=data["y"], text=data["text"], texttemplate="%{text}",
+                                  zmin=0, zmax=1, colorscale="Blues", showscale=False,
+                                  hovertemplate="true %{y}, predicted %{x}: %{text}<extra></extra>"))
+    when = f" at step {step}" if step is not None else ""
+    figure.update_layout(title=f"Confusion matrix{when} (share of each true class)", template="plotly_white",
+                         height=140 + 60 * len(names), autosize=True, margin={"l": 80, "r": 20, "t": 50, "b": 50},
+                         xaxis={"title": "predicted", "side": "bottom"},
+                         yaxis={"title": "true", "autorange": "reversed"}, font={"color": "#1a1a1a"})
     return figure

@@ -36,6 +36,11 @@ def lab(tmp_path):
         pytest.skip("chromium is not installed (apt-get install chromium)")
     pytest.importorskip("playwright")
     runs = tmp_path / "runs"
+    moods = {"neg": ["a dull and tired film", "I wanted my money back", "flat and far too long"],
+             "neu": ["it is a film about a town", "the film runs two hours", "shot in colour in French"],
+             "pos": ["a warm and funny delight", "the best film this year", "moving and beautifully acted"]}
+    (tmp_path / "moods.csv").write_text("text,label\n" + "".join(
+        f"{text} ({n}),{label}\n" for n in range(12) for label, texts in moods.items() for text in texts))
     write_notebook(tmp_path / "dashboard.ipynb", [
         "import ortnb\n"
         f"dash = ortnb.Dashboard(ortnb.RunConfig(model='tiny-bert', batch_size=8, seq_len=32, max_steps={STEPS},\n"
@@ -113,7 +118,8 @@ def test_dashboard_in_jupyterlab(lab):
             expect(dashboard).to_contain_text("Press Run")  # empty charts: axes and a hint
             # Every control has its help on hover; options this machine cannot run look unavailable and
             # say why without hovering (here: fused Adam (ORT, CUDA), bf16 and fp16 with ONNX Runtime).
-            expect(page.locator(".ortnb-field-label[title]")).to_have_count(14)  # 13 controls and the budget
+            # 17 controls, 11 more settings and the budget
+            expect(page.locator(".ortnb-field-label[title]")).to_have_count(29)
             expect(dashboard).to_contain_text("unavailable here: fused Adam (ORT, CUDA)")
             struck = page.evaluate("""() => [...document.querySelectorAll('.ortnb-dashboard .widget-toggle-button')]
                 .filter((b) => getComputedStyle(b).textDecorationLine.includes('line-through'))
@@ -122,6 +128,12 @@ def test_dashboard_in_jupyterlab(lab):
             assert_fits(page, "1400 px, before the first run")
             page.screenshot(path=str(shots / "1-empty.png"))
 
+            # Own data: a CSV with class names, uploaded through the form, trains and is evaluated while training
+            with page.expect_file_chooser() as chooser:  # ipywidgets' upload input lives outside the page's tree
+                dashboard.locator(".widget-upload").first.click()
+            chooser.value.set_files(str(folder / "moods.csv"))
+            expect(dashboard).to_contain_text("stored as", timeout=20_000)
+            expect(dashboard.locator(".ortnb-form-notes, .ortnb-ready").first).to_be_visible(timeout=20_000)
             status, progress = page.locator(".ortnb-status"), page.locator(".ortnb-progress-text")
             for number in (1, 2):  # two identical runs
                 button(dashboard, "Run").click()
@@ -136,6 +148,16 @@ def test_dashboard_in_jupyterlab(lab):
                 expect(page.locator(".ortnb-summary")).to_contain_text("completed", timeout=240_000)
                 expect(page.locator(".ortnb-summary")).to_contain_text("onnxruntime")
                 expect(button(dashboard, "Run")).to_be_enabled()
+                if number == 1:
+                    expect(page.locator(".ortnb-summary")).to_contain_text("best held-out accuracy")
+                    held_out = [t for t in plot_data(page, 0) if t["name"].endswith("held-out")]
+                    assert len(held_out) == 2 and all(len(t["x"]) >= 2 for t in held_out), held_out
+                    page.locator(".lm-TabBar-tab", has_text="Try it").click()
+                    page.locator(".ortnb-tryit textarea").fill("a warm and funny delight")
+                    button(dashboard, "Predict").click()
+                    expect(page.locator(".ortnb-prediction")).to_contain_text("pos", timeout=60_000)
+                    expect(page.locator(".ortnb-confusion")).to_contain_text("Confusion matrix at step")
+                    page.screenshot(path=str(shots / "2b-try-it.png"))
                 button(dashboard, "Add to comparison").click()
                 expect(page.locator(".ortnb-message")).to_contain_text("added", timeout=10_000)
             page.screenshot(path=str(shots / "3-comparison.png"))

@@ -61,8 +61,8 @@ def test_comparison_bars_write_the_speedup_on_each_bar():
     # the speed-up sits under the bar (error bars crossed it on the bar); a name's tags are text, not links;
     # the error bar is p25 to p75 as it is: 10 below a median of 60, 1 above
     assert bars == {"x": ["eager + AdamW<br>[pytorch]<br><b>baseline</b>",
-                          "&lt;a href='x'&gt;ort&lt;/a&gt;<br>[onnxruntime]<br><b>1.50x ?</b>"], "y": [40.0, 60.0],
-                    "text": ["baseline", "1.50x ?"], "error_y": [1.0, 1.0], "error_y_minus": [1.0, 10.0],
+                          "&lt;a href='x'&gt;ort&lt;/a&gt;<br>[onnxruntime]<br><b>1.50x</b><br>not conclusive"],
+                    "y": [40.0, 60.0], "text": ["baseline", "1.50x, not conclusive: this run is noisy"], "error_y": [1.0, 1.0], "error_y_minus": [1.0, 10.0],
                     "colours": charts.PALETTE[:2], "patterns": ["", ""]}
 
 

@@ -175,12 +175,14 @@ def test_an_mfu_above_the_peak_is_named_as_an_error_not_a_value():
 
 
 def test_confusion_matrix_cells_are_counts_with_their_share_of_the_row():
-    assert quality.row_shares([[8, 2], [0, 0]]) == [[0.8, 0.2], [0.0, 0.0]]
     names = quality.class_names(EVALS, 3)
     assert names == ["neg", "neu", "pos"] and quality.class_names(EVALS, 2) == ["0", "1"]
-    shown = quality.confusion_html(EVALS[-1]["confusion"], names, 20)
-    assert "Confusion matrix at step 20" in shown and "8 (80%)" in shown and "3 (30%)" in shown
-    assert shown.count("ortnb-heat") == 9
+    data = charts.confusion_data([[8, 2], [0, 0]], ["<neg>", "pos"])
+    assert data == {"z": [[0.8, 0.2], [0.0, 0.0]], "text": [["8<br>80%", "2<br>20%"], ["0<br>0%", "0<br>0%"]],
+                    "x": ["&lt;neg&gt;", "pos"], "y": ["&lt;neg&gt;", "pos"]}
+    figure = charts.confusion_figure(EVALS[-1]["confusion"], names, 20)
+    assert figure.layout.title.text.startswith("Confusion matrix at step 20")
+    assert list(figure.data[0].text[1]) == ["2<br>20%", "5<br>50%", "3<br>30%"] and figure.layout.yaxis.autorange == "reversed"
     wrong = quality.wrong_html(EVALS[-1]["wrong"])
     assert "&lt;b&gt;fine&lt;/b&gt; I guess" in wrong and "93%" in wrong  # the text is escaped
 
@@ -223,7 +225,9 @@ def test_try_it_answers_with_the_runs_best_model_and_shows_its_last_evaluation(d
     assert dashboard.try_it.try_text("great") .startswith("<div class='ortnb-try-error'")
     run._status = "completed"
     dashboard.refresh(force=True)
-    assert dashboard.try_it.hint.value == "" and "Confusion matrix at step 20" in dashboard.try_it.evaluation.value
+    assert dashboard.try_it.hint.value == "" and "Most confidently wrong" in dashboard.try_it.evaluation.value
+    heatmap = dashboard.try_it.confusion.children[0]
+    assert heatmap.layout.title.text.startswith("Confusion matrix at step 20") and heatmap.data[0].z[2][2] == 1.0
     dashboard.try_it.text.value = "a great film"
     dashboard.try_it.button.click()
     assert run.asked == ["a great film"] and "75.0%" in dashboard.try_it.answer.value

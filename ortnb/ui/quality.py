@@ -1,18 +1,12 @@
-"""What the Try-it tab shows, as pure functions: a prediction's class probabilities, the last evaluation's
-confusion matrix as a heatmap, the examples it got most confidently wrong, a causal LM's continuation.
-
-HTML only (no plotly): a confusion matrix of a few classes reads best as a table whose cells are shaded by
-the share of their row, and every number in it is tested here on exact values.
-"""
+"""What the Try-it tab shows, as pure functions: a prediction's class probabilities, the examples the last
+evaluation got most confidently wrong, a causal LM's continuation (the confusion matrix is a heatmap made by
+``charts.confusion_figure``). Every number is tested on exact values."""
 
 from __future__ import annotations
 
 import html
 
 from .. import metrics
-
-HEAT = (0, 114, 178)  # the palette's blue: a cell's shade is its share of the row (the true class)
-
 
 def last_evaluation(records: list[dict]) -> dict | None:
     """The run's last evaluation (its confusion matrix and wrong rows describe the weights at that step)."""
@@ -25,35 +19,6 @@ def class_names(records: list[dict], count: int) -> list[str]:
     started = next((e for e in metrics.events(records, "started") if e.get("labels")), None)
     names = [str(n) for n in started["labels"]] if started else []
     return names if len(names) == count else [str(i) for i in range(count)]
-
-
-def row_shares(confusion: list[list[int]]) -> list[list[float]]:
-    """Each cell as a share of its row (0 where a row is empty): the recall of the diagonal."""
-    return [[cell / sum(row) if sum(row) else 0.0 for cell in row] for row in confusion]
-
-
-def _shade(share: float) -> str:
-    red, green, blue = HEAT
-    return f"rgba({red},{green},{blue},{0.08 + 0.82 * share:.2f})"
-
-
-def confusion_html(confusion: list[list[int]] | None, names: list[str], step: int | None = None) -> str:
-    """Rows: the true class; columns: the predicted one; each cell its count and share of the row."""
-    if not confusion:
-        return ""
-    shares = row_shares(confusion)
-    head = "".join(f"<th class='ortnb-cell ortnb-head'>{html.escape(n)}</th>" for n in names)
-    body = ""
-    for name, row, share_row in zip(names, confusion, shares):
-        cells = "".join(
-            f"<td class='ortnb-cell ortnb-number ortnb-heat' style='background:{_shade(share)};"
-            f"color:{'#ffffff' if share > 0.55 else '#1a1a1a'}'>{count:,} ({share:.0%})</td>"
-            for count, share in zip(row, share_row))
-        body += f"<tr><th class='ortnb-cell ortnb-head'>{html.escape(name)}</th>{cells}</tr>"
-    when = f" at step {step}" if step is not None else ""
-    return (f"<div class='ortnb-confusion'><b>Confusion matrix{when}</b> (rows: true class, columns: predicted; "
-            f"share of the row)<table style='border-collapse:collapse'><tr><th class='ortnb-cell ortnb-head'>"
-            f"true \\ predicted</th>{head}</tr>{body}</table></div>")
 
 
 def wrong_html(wrong: list[dict] | None) -> str:

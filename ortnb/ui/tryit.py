@@ -24,11 +24,15 @@ class TryIt:
                                layout=w.Layout(width="auto"))
         self.button.on_click(lambda _b: self.try_text())
         self.answer = w.HTML()
-        self.evaluation = w.HTML()
+        self.evaluation = w.HTML()  # the most confidently wrong examples
+        self.confusion = w.Box(layout=w.Layout(width="100%"))  # a plotly heatmap, made once per evaluation
         self.inputs = w.VBox([self.text, self.button], layout=w.Layout(width="100%"))
-        self.widget = w.VBox([self.hint, self.inputs, self.answer, self.evaluation], layout=w.Layout(width="100%"))
+        self.widget = w.VBox([self.hint, self.inputs, self.answer, self.confusion, self.evaluation],
+                             layout=w.Layout(width="100%"))
         self.widget.add_class("ortnb-tryit")
         self._shown = None
+        self._answered_for = None
+        self._confusion_key = None
 
     def show(self, run, entry) -> None:
         """Point the tab at ``run`` (the latest run, as ``entry`` observed it)."""
@@ -45,15 +49,26 @@ class TryIt:
         causal = entry is not None and run_task(entry.config) == "causal-lm"
         self.button.description = "Continue" if causal else "Predict"
         self.text.placeholder = "type the start of a text to continue" if causal else "type a text to classify"
-        self.evaluation.value = self._evaluation_html(entry) if entry is not None else ""
+        last = quality.last_evaluation(entry.records) if entry is not None else None
+        if last is None or not last.get("confusion"):
+            self.evaluation.value, self.confusion.children, self._confusion_key = "", (), None
+            return
+        self.evaluation.value = quality.wrong_html(last.get("wrong"))
+        key = (entry.id, last.get("step"))
+        if key != self._confusion_key:
+            self._confusion_key = key
+            self.confusion.children = (self._heatmap(last, quality.class_names(entry.records, len(last["confusion"]))),)
 
     @staticmethod
-    def _evaluation_html(entry) -> str:
-        last = quality.last_evaluation(entry.records)
-        if last is None or not last.get("confusion"):
-            return ""
-        names = quality.class_names(entry.records, len(last["confusion"]))
-        return quality.confusion_html(last["confusion"], names, last.get("step")) + quality.wrong_html(last.get("wrong"))
+    def _heatmap(last: dict, names: list[str]):
+        import plotly.graph_objects as go
+
+        from .. import charts
+        from .fit import responsive
+
+        figure = responsive(go.FigureWidget(charts.confusion_figure(last["confusion"], names, last.get("step"))))
+        figure.add_class("ortnb-confusion")
+        return figure
 
     def try_text(self, text: str | None = None) -> str:
         """Label (or continue) ``text`` (default: what is typed) with the run's best model; returns the HTML shown."""
