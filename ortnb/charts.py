@@ -305,7 +305,8 @@ def comparison_figure(rows=None, title: str = "Training throughput (median sampl
                               marker={"color": bars["colours"], "pattern": {"shape": bars["patterns"]}},
                               error_y={"type": "data", "array": bars["error_y"], "arrayminus": bars["error_y_minus"],
                                        "symmetric": False, "visible": True, "color": "#555555"}))
-    figure.update_layout(title=title, yaxis_title="samples/s", template="plotly_white", height=420, autosize=True,
+    # the title on the left: plotly's toolbar sits top right, over a centred title at 1000 px
+    figure.update_layout(title={"text": title, "x": 0.01, "xanchor": "left"}, yaxis_title="samples/s", template="plotly_white", height=420, autosize=True,
                          bargap=_bargap(len(bars["x"])),
                          margin={"l": 50, "r": 20, "t": 60, "b": 80}, font={"color": "#1a1a1a"}, xaxis={"automargin": True},
                          annotations=[] if rows else [hint_annotation(COMPARISON_HINT)])

@@ -328,7 +328,8 @@ class Dashboard(FindFastest):
             charts.update_comparison(self.comparison_figure, rows)
         self.table.children = self._table_children(rows)
         columns = len(present.TABLE_COLUMNS)
-        self.table.layout.grid_template_columns = f"repeat({columns}, minmax(0, auto)) 32px"
+        # a column is never narrower than its longest word: min-content, not 0, which cut words in two
+        self.table.layout.grid_template_columns = f"repeat({columns}, minmax(min-content, auto)) 32px"
 
     def _table_children(self, rows: list[dict]) -> list:
         import ipywidgets as w

@@ -29,9 +29,14 @@ CSS = f"""
 .ortnb-card-item {{ max-width: 100%; }}
 .ortnb-card-name {{ font-size: 11px; color: #555555; }}
 .ortnb-card-value {{ overflow-wrap: anywhere; font-weight: 600; }}
-.ortnb-cell {{ font-size: 12px; line-height: 1.3; padding: 2px 4px; white-space: normal; overflow-wrap: anywhere; }}
+/* Cells wrap between words only ("statu s", "onnxruntim e" were words cut in two); numbers never wrap. A table
+   wider than the output scrolls inside its own box, never the page. */
+.ortnb-table {{ overflow-x: auto; }}
+.ortnb-cell {{ font-size: 12px; line-height: 1.3; padding: 2px 4px; white-space: normal; overflow-wrap: normal;
+               word-break: normal; }}
 .ortnb-cell.ortnb-head {{ font-weight: bold; border-bottom: 1px solid #999999; }}
-.ortnb-cell.ortnb-number {{ text-align: right; font-variant-numeric: tabular-nums; }}
+.ortnb-cell.ortnb-number {{ text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }}
+.ortnb-search {{ overflow-x: auto; }}
 .ortnb-field-problem {{ font-size: 12px; line-height: 1.35; color: #b00020; margin: 0 0 4px 124px; white-space: normal; }}
 .ortnb-upload-note {{ font-size: 12px; line-height: 1.35; color: #00703c; margin: 0 0 4px 124px; overflow-wrap: anywhere; }}
 .ortnb-form-notes {{ font-size: 12px; line-height: 1.4; color: #1a1a1a; background: #eef5fb; padding: 2px 8px; }}
