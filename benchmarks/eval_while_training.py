@@ -3,6 +3,7 @@ batch 16, sequence length 128) with evaluation on, held-out accuracy against wal
 1,000-snippet validation split, and the time to first reach a target accuracy (the run stops there).
 
     python benchmarks/eval_while_training.py --out benchmarks/results/eval-while-training.json
+    python benchmarks/eval_while_training.py --from-run RUN_DIR   # the figures of a run already trained
 
 One run, launched as the Dashboard launches it (``ortnb.launch``); the clock is the run's own (seconds since its
 first event, so model load, tokenization and ORT's export are included). Evaluation time is part of the wall
@@ -30,6 +31,7 @@ def main() -> int:
     parser.add_argument("--eval-every", type=int, default=25)
     parser.add_argument("--target", type=float, default=0.80)
     parser.add_argument("--out", default=str(HERE / "results" / "eval-while-training.json"))
+    parser.add_argument("--from-run", help="summarize this run folder (a run of this script, stopped or ended)")
     options = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -37,11 +39,17 @@ def main() -> int:
     from ortnb import metrics
     from ortnb.report import machine, versions
 
-    config = ortnb.RunConfig(max_steps=options.steps, eval_every=options.eval_every, target=options.target,
-                             output_dir=tempfile.mkdtemp(prefix="ortnb-eval-bench-"))
     load_before = os.getloadavg()
-    run = ortnb.launch(config)
-    status = run.wait()
+    if options.from_run:
+        run = ortnb.attach(options.from_run)
+        config = run.config
+        options.steps, options.eval_every, options.target = config.max_steps, config.eval_every, config.target
+        status = run.status
+    else:
+        config = ortnb.RunConfig(max_steps=options.steps, eval_every=options.eval_every, target=options.target,
+                                 output_dir=tempfile.mkdtemp(prefix="ortnb-eval-bench-"))
+        run = ortnb.launch(config)
+        status = run.wait()
     records = run.records()
     summary = run.summary()
     frame = metrics.evaluations_frame(records)
@@ -57,7 +65,8 @@ def main() -> int:
         "status": status, "engine": summary.get("engine"), "evaluations": evaluations,
         "reached_target": summary.get("reached_target"), "target_step": summary.get("target_step"),
         "target_reached_s": summary.get("target_reached_s"), "best_accuracy": summary.get("best_value"),
-        "samples_per_s": summary.get("samples_per_s"), "first_step_s": summary.get("first_step_s"),
+        "samples_per_s": summary.get("samples_per_s"), "median_step_s": summary.get("step_time_s"),
+        "first_step_s": summary.get("first_step_s"),
         "other_cpu_median": summary.get("contended_share"), "contended": summary.get("contended"),
         "loadavg_before": load_before, "loadavg_after": os.getloadavg(), "run_dir": str(run.run_dir),
         "machine": machine(), "versions": versions(),
@@ -67,11 +76,12 @@ def main() -> int:
     print("| step | wall time (s) | held-out accuracy | macro-F1 | eval loss |\n|---|---|---|---|---|")
     for e in evaluations:
         print(f"| {e['step']} | {e['wall_s']} | {e['accuracy']:.3f} | {e['f1']:.3f} | {e['eval_loss']:.3f} |")
+    last = evaluations[-1]["step"] if evaluations else 0
     reached = (f"reached {options.target} at step {result['target_step']} after {result['target_reached_s']:.0f} s"
-               if result["reached_target"] else f"{options.target} not reached in {options.steps} steps")
+               if result["reached_target"] else f"{options.target} not reached by step {last}")
     print(f"{status}, engine {result['engine']}: {reached}; other processes' CPU share "
           f"{result['other_cpu_median']}; wrote {options.out}")
-    return 0 if status == "completed" else 1
+    return 0 if status in ("completed", "stopped") else 1
 
 
 if __name__ == "__main__":
