@@ -313,7 +313,7 @@ class Dashboard(FindFastest):
                 records = latest.records if latest else []
                 charts.set_live_layout(self.figure, latest.config.warmup_steps if latest else 0, empty,
                                        eval_hint=charts.eval_hint(latest.config if latest else None, records),
-                                       target=latest.config.target if latest else None,
+                                       target=getattr(latest.config, "target", None) if latest else None,  # an edge run has none
                                        metric=charts.eval_metric_of(records), empty_hint=present.live_hint(latest))
 
     def _render_comparison(self) -> None:
