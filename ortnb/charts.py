@@ -9,6 +9,8 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 
+from .metrics import evaluations
+
 # Readable on white and told apart by colour-blind readers (Okabe-Ito without its yellow).
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C564B"]
 # (series key, title, row, col) of the live grid: speed, loss, memory and MFU in 2x2, then one wide panel for
@@ -51,16 +53,17 @@ def step_series(records: list[dict]) -> dict[str, tuple[list, list]]:
 
 def eval_metric_of(records: list[dict]) -> str | None:
     """The metric a run's evaluations are judged by (the eval events name it), or None before the first."""
-    return next((e.get("metric") for e in records if e.get("kind") == "event" and e.get("event") == "eval"), None)
+    found = evaluations(records)
+    return found[0].get("metric") if found else None
 
 
 def eval_series(records: list[dict]) -> dict[str, tuple[list, list]]:
     """x/y lists of the evaluations: held-out loss (drawn on the loss panel) and the run's metric (the wide
     panel; percent for accuracy and F1). Empty without evaluations."""
-    found = [r for r in records if r.get("kind") == "event" and r.get("event") == "eval"]
+    found = evaluations(records)
     if not found:
         return {}
-    metric = eval_metric_of(records)
+    metric = found[0].get("metric")
     key = "eval_loss" if metric == "loss" else metric
     scale = 100.0 if metric in ("accuracy", "f1") else 1.0
     series = {}
@@ -254,8 +257,8 @@ def bars_from_table(table) -> list[dict]:
     """Bar rows from a ``compare()`` table (labels there are unique; compare refuses duplicates)."""
     bars = []
     for index, row in enumerate(table.to_dict("records")):
-        speedup = row.get("speedup")
-        known = speedup is not None and speedup == speedup
+        speedup = _number_or_none(row.get("speedup"))
+        known = speedup is not None
         text = row.get("verdict") or (f"{speedup:.2f}x" if known else "n/a")
         bars.append({"label": row["label"], "engine": row["engine"], "samples_per_s": row["samples_per_s"],
                      "p25": _number_or_none(row.get("p25")), "p75": _number_or_none(row.get("p75")),

@@ -36,10 +36,11 @@ def status_text(run: Run | None, records: list[dict] | None = None) -> str:
     if run is None:
         return "idle"
     status = run.status
-    steps = [r for r in (records if records is not None else run.records()) if r.get("kind") == "step"]
+    records = records if records is not None else run.records()
+    steps = metrics.steps(records)
     text = f"{run.config.label}: {status}"
     if steps:
-        text += f" (step {steps[-1]['step']}/{metrics.planned_steps(records or run.records(), run.config.max_steps)})"
+        text += f" (step {steps[-1]['step']}/{metrics.planned_steps(records, run.config.max_steps)})"
     if status == "failed" and run.error:
         text += f" - {run.error.splitlines()[0]}"
     return text
@@ -220,7 +221,7 @@ class Dashboard(FindFastest):
 
     def _form_changed(self) -> None:
         with self._lock:
-            self.state.form_changed(form.problem_lines(self.panel.problems))
+            self.state.form_changed(form.problem_lines(self.panel.shown_problems))
         self.render()
 
     # -- reading the runs -----------------------------------------------------------------------
@@ -304,7 +305,8 @@ class Dashboard(FindFastest):
             updates.append(self.chart.updates(run_id, entry.records, engine))
         empty = not any(e.records and any(r.get("kind") == "step" for r in e.records) for e in self.state.runs.values())
         latest = self.state.latest
-        key = (len(self.state.runs), latest.status if latest else None, present.live_hint(latest) if empty else None)
+        hint = present.live_hint(latest)
+        key = (len(self.state.runs), latest.status if latest else None, hint if empty else None)
         with self.figure.batch_update():
             for new, changed in updates:
                 charts.apply_updates(self.figure, new, changed)
@@ -314,7 +316,7 @@ class Dashboard(FindFastest):
                 charts.set_live_layout(self.figure, latest.config.warmup_steps if latest else 0, empty,
                                        eval_hint=charts.eval_hint(latest.config if latest else None, records),
                                        target=getattr(latest.config, "target", None) if latest else None,  # an edge run has none
-                                       metric=charts.eval_metric_of(records), empty_hint=present.live_hint(latest))
+                                       metric=charts.eval_metric_of(records), empty_hint=hint)
 
     def _render_comparison(self) -> None:
         rows = present.comparison_rows(self.state)

@@ -83,6 +83,7 @@ class ConfigPanel:
         self.field_problems = {name: w.HTML() for name in watched}
         self.flags = w.HTML()
         self.run_notes = w.HTML()
+        self.shown_problems = []  # what the last refresh found (validate reads data files: once per change)
         rows = [self._row(w, name) for name in form.FORM_FIELDS]
         grid = "repeat(auto-fit, minmax(min(100%, 480px), 1fr))"
         more_rows = [self._row(w, name) for name in form.MORE_FIELDS]
@@ -193,6 +194,7 @@ class ConfigPanel:
         reading = self.reading()
         config = reading.config
         problems = [*reading.problems, *validate(config)]
+        self.shown_problems = problems
         table = choices(config)
         for name, texts in form.option_tooltips(table).items():
             self.controls[name].tooltips = texts
