@@ -8,6 +8,10 @@ import sys
 
 from . import _imports
 
+# How long compare and tune wait, before measuring, for other processes to leave the CPU: on 2 cores one busy
+# process slows eager PyTorch up to 10x, so a figure measured beside it says little about the configuration.
+QUIET_WAIT_S = 60.0
+
 
 def cmd_setup(options: argparse.Namespace) -> int:
     """Build ORTModule's C++ extension for the installed torch and check that ORTModule imports."""
@@ -279,7 +283,9 @@ def cmd_compare(options: argparse.Namespace) -> int:
         print(f"ortnb compare: {run.config.label} -> {run.run_dir}", flush=True)
 
     try:
-        table = compare(configs, baseline=options.baseline, repeats=options.repeats, on_run=remember)
+        table = compare(configs, baseline=options.baseline, repeats=options.repeats, on_run=remember,
+                        wait_for_quiet_s=options.wait_for_quiet,
+                        on_wait=lambda words: print(f"ortnb compare: {words}", flush=True))
     except ConfigError as error:
         print(f"ortnb compare: {error}", file=sys.stderr)
         return 2
@@ -287,6 +293,8 @@ def cmd_compare(options: argparse.Namespace) -> int:
     print(describe_best(table))
     if describe_quality(table):
         print(describe_quality(table))
+    for note in table.attrs.get("notes") or []:
+        print(f"ortnb compare: {note}")
     summaries = [[{**r.summary(), "error": r.error} for r in group] for group in runs]
     _print_failures(runs)
     json_path, html_path = report.write(table, configs, options.out, options.command_line, summaries)
@@ -355,6 +363,7 @@ def _tune(options: argparse.Namespace):
     previous = signal.signal(signal.SIGINT, interrupt)
     try:
         return tune(base=base, budget_s=budget, grid=grid, refresh=options.refresh, stop=stop,
+                    wait_for_quiet_s=options.wait_for_quiet,
                     on_progress=lambda event: print(f"ortnb tune: {format_progress(event)}", flush=True),
                     output_dir=options.runs, cache_dir=options.cache_dir)
     finally:
@@ -419,6 +428,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "a speed comparison then takes no time for evaluations")
     cmp.add_argument("--repeats", type=int, default=1, help="alternate the configurations this many times")
     cmp.add_argument("--baseline", type=int, default=0, help="index of the baseline configuration")
+    cmp.add_argument("--wait-for-quiet", type=float, default=QUIET_WAIT_S, metavar="SECONDS",
+                     help=f"before each run, wait up to this long for other processes to leave the CPU (default "
+                          f"{QUIET_WAIT_S:g}; 0: do not wait); a run measured under load is flagged either way")
     cmp.add_argument("--runs", default="runs", help="where run directories go")
     cmp.add_argument("--out", default="comparison", help="where report.html, results.json and table.md go")
     cmp.set_defaults(run=cmd_compare)
@@ -436,6 +448,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "--vary batch_size=16,32")
     tune.add_argument("--seq-len", type=int, default=128)
     tune.add_argument("--steps", type=int, default=60, help="max_steps of the winner's config.json")
+    tune.add_argument("--wait-for-quiet", type=float, default=QUIET_WAIT_S, metavar="SECONDS",
+                      help=f"before measuring, wait up to this long for other processes to leave the CPU (default "
+                           f"{QUIET_WAIT_S:g}, not counted in the budget; 0: do not wait)")
     tune.add_argument("--refresh", action="store_true", help="measure again instead of using the cached result")
     tune.add_argument("--out", default="tuning", help="where tune.json, config.json and candidates.json go")
     tune.add_argument("--runs", default=None, help="keep the measurement runs in this folder (default: deleted)")

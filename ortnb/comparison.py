@@ -77,10 +77,15 @@ def grid(base: RunConfig, choices: dict[str, list]) -> list[RunConfig]:
 
 
 def compare(configs: list[RunConfig], baseline: int = 0, repeats: int = 1,
-            on_run: Callable[[Run], None] | None = None, timeout: float = 3600):
+            on_run: Callable[[Run], None] | None = None, timeout: float = 3600, wait_for_quiet_s: float = 0.0,
+            on_wait: Callable[[str], None] | None = None):
     """Run every configuration ``repeats`` times, alternating; returns a pandas DataFrame (one row each).
 
     ``on_run`` is called with each Run as it starts (the dashboard uses it to draw live charts).
+    ``wait_for_quiet_s``: before each run, wait up to this long for other work to leave the CPU (on 2 cores
+    one busy process can slow a run 10x); a run that starts on a busy machine is named in
+    ``table.attrs["notes"]``, and its own measured contention flags it in the table. ``on_wait`` is told, in
+    words, when a wait starts.
     """
     if not configs:
         raise ConfigError("compare needs at least one configuration.")
@@ -88,16 +93,36 @@ def compare(configs: list[RunConfig], baseline: int = 0, repeats: int = 1,
         raise ConfigError(f"baseline={baseline} is not an index of the {len(configs)} configurations.")
     if repeats < 1:
         raise ConfigError(f"repeats must be >= 1, got {repeats}.")
+    if not isinstance(wait_for_quiet_s, (int, float)) or isinstance(wait_for_quiet_s, bool) or wait_for_quiet_s < 0:
+        raise ConfigError(f"wait_for_quiet_s must be a number of seconds >= 0 (0: do not wait), got "
+                          f"{wait_for_quiet_s!r}.")
     check_comparable(configs)
     summaries: list[list[dict]] = [[] for _ in configs]
+    notes: list[str] = []
     for _ in range(repeats):
         for index, cfg in enumerate(configs):
+            if wait_for_quiet_s:
+                note = _wait_for_quiet(wait_for_quiet_s, cfg.label, on_wait)
+                notes += [note] if note else []
             run = launch(cfg)
             if on_run:
                 on_run(run)
             run.wait(timeout)
             summaries[index].append(run.summary())
-    return table(summaries, baseline)
+    found = table(summaries, baseline)
+    found.attrs["notes"] = notes
+    return found
+
+
+def _wait_for_quiet(timeout_s: float, label: str, on_wait: Callable[[str], None] | None) -> str | None:
+    from . import contention
+
+    def waiting(share: float) -> None:
+        if on_wait:
+            on_wait(f"other processes use {share:.0%} of the CPU; waiting up to {timeout_s:g} s for a quiet "
+                    f"machine before {label}")
+
+    return contention.wait_for_quiet(timeout_s, on_wait=waiting).text(f"before {label}")
 
 
 def table(summaries: list[list[dict]], baseline: int = 0):

@@ -47,7 +47,7 @@ def _flags(summary: dict) -> tuple[bool, bool, bool]:
     return usable, noisy, bool(summary.get("contended"))
 
 
-def _doubt(summary: dict, whose: str) -> str | None:
+def doubt(summary: dict, whose: str = "this run") -> str | None:
     """Why this run's speed is no fact, in words ("the baseline is noisy: ..."), or None."""
     usable, noisy, contended = _flags(summary)
     if not usable:
@@ -72,13 +72,13 @@ def judge(summaries: list[dict], baseline: int | None = None) -> list[Verdict]:
         usable, noisy, contended = flags[index]
         label = str(summary.get("label"))
         if not usable:
-            reason = _doubt(summary, "this run")
+            reason = doubt(summary, "this run")
             verdicts.append(Verdict(label, None, False, False, noisy, contended, False, reason,
                                     f"too few steps ({summary.get('steps_measured') or 0} measured)"))
             continue
         speedup = summary["samples_per_s"] / summaries[base]["samples_per_s"]
         is_base = index == base
-        reason = _doubt(summary, "this run") or (None if is_base else _doubt(summaries[base], "the baseline"))
+        reason = doubt(summary, "this run") or (None if is_base else doubt(summaries[base], "the baseline"))
         shown = "baseline" if is_base else f"{speedup:.2f}x"
         text = shown if reason is None else f"{shown}, not conclusive: {reason}"
         verdicts.append(Verdict(label, speedup, is_base, True, noisy, contended, reason is None, reason, text))

@@ -262,11 +262,17 @@ def _median(values):
     return statistics.median(values) if values else None
 
 
+def quartiles(values: list[float]) -> tuple[float | None, float | None]:
+    """p25 and p75 of every view's figures (None below 4 values: too few for a spread)."""
+    if len(values) < 4:
+        return None, None
+    low, _, high = statistics.quantiles(values, n=4)
+    return low, high
+
+
 def _quartiles(name: str, values: list[float]) -> dict:
     """p25 and p75 (the interquartile range as the range it is; None below 4 values, as the IQR)."""
-    if len(values) < 4:
-        return {f"{name}_p25": None, f"{name}_p75": None}
-    low, _, high = statistics.quantiles(values, n=4)
+    low, high = quartiles(values)
     return {f"{name}_p25": low, f"{name}_p75": high}
 
 

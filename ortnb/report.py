@@ -77,7 +77,7 @@ def results(table, configs: list[RunConfig], command: str, runs: list[list[dict]
     return {"command": command, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "method": METHOD,
             "machine": machine(), "versions": versions(), "configs": [c.to_dict() for c in configs],
             "table": json.loads(table.to_json(orient="records")), "best": describe_best(table),
-            "quality": describe_quality(table), "runs": runs or []}
+            "quality": describe_quality(table), "notes": list(table.attrs.get("notes") or []), "runs": runs or []}
 
 
 def strict_json(value):
@@ -102,20 +102,54 @@ def write(table, configs: list[RunConfig], out_dir: str | Path, command: str,
     data = results(table, configs, command, runs)
     json_path = out / "results.json"
     json_path.write_text(json.dumps(strict_json(data), indent=2, allow_nan=False))
-    figure = comparison_figure(table).to_html(full_html=False, include_plotlyjs=True)
+    figure = comparison_figure(table).to_html(full_html=False, include_plotlyjs=True,
+                                              config={"responsive": True, "displaylogo": False})
     facts = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(str(v))}</li>"
                     for k, v in {**data["machine"], **data["versions"]}.items())
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>ortnb comparison</title>"
-            f"<style>body{{font-family:sans-serif;max-width:1100px;margin:auto}} td,th{{padding:4px 10px}}</style>"
-            f"</head><body><h1>ortnb comparison</h1><p><code>{html.escape(command)}</code> &mdash; "
-            f"{html.escape(data['date'])}</p><p><b>{html.escape(data['best'])}</b></p>"
-            f"{'<p><b>' + html.escape(data['quality']) + '</b></p>' if data['quality'] else ''}{figure}"
-            f"{table.to_html(index=False, float_format=lambda v: f'{v:.4g}')}"
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in data["notes"])
+    page = (f"<!doctype html><html><head><meta charset='utf-8'><meta name='viewport' content='width=device-width'>"
+            f"<title>ortnb comparison</title><style>{REPORT_STYLE}</style></head><body><h1>ortnb comparison</h1>"
+            f"<p><code>{html.escape(command)}</code> &mdash; {html.escape(data['date'])}</p>"
+            f"<p><b>{html.escape(data['best'])}</b></p>"
+            f"{'<p><b>' + html.escape(data['quality']) + '</b></p>' if data['quality'] else ''}"
+            f"{'<ul class=notes>' + notes + '</ul>' if notes else ''}{figure}{html_table(table)}"
             f"<h2>Method</h2><p>{html.escape(METHOD)}</p><h2>Machine and versions</h2><ul>{facts}</ul>"
-            f"</body></html>")
+            f"<p>Every figure of every run is in <code>results.json</code> beside this page.</p></body></html>")
     html_path = out / "report.html"
     html_path.write_text(page)
     return json_path, html_path
+
+
+# The page fits 1000 px: cells wrap between words, never inside a word or a number, and a table wider than
+# the page scrolls in its own box rather than the page sideways (as in the Dashboard, ortnb/ui/style.py).
+REPORT_STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:0 12px} "
+                "code{overflow-wrap:anywhere} .table{overflow-x:auto} table{border-collapse:collapse} "
+                "td,th{padding:4px 8px;vertical-align:top;text-align:left;word-break:normal;overflow-wrap:normal} "
+                "td.number{text-align:right;white-space:nowrap} tr:nth-child(even){background:#f6f6f6} "
+                ".notes{color:#8a5a00}")
+
+
+def report_row(record: dict) -> dict:
+    """A comparison table row as the Dashboard's comparison rows name their fields (present.table_cells)."""
+    from .ui.present import metric_text
+
+    known = {k: (v if not (isinstance(v, float) and v != v) else None) for k, v in record.items()}
+    return {**known, "text": known.get("verdict") or "–",
+            "held_out": metric_text(known.get("metric"), known.get("best_value"))}
+
+
+def html_table(table) -> str:
+    """The comparison in the Dashboard's columns and words: the same headers, the p25–p75 range, the judge's
+    verdict, MFU in percent (never a raw 0.4239 beside a 42.4% headline)."""
+    from .ui.present import TABLE_COLUMNS, TEXT_COLUMNS, table_cells
+
+    head = "".join(f"<th>{html.escape(title)}</th>" for _, title in TABLE_COLUMNS)
+    body = ""
+    for record in table.to_dict(orient="records"):
+        cells = table_cells(report_row(record))
+        body += "<tr>" + "".join(f"<td{'' if key in TEXT_COLUMNS else ' class=number'}>{html.escape(text)}</td>"
+                                 for (key, _), text in zip(TABLE_COLUMNS, cells)) + "</tr>"
+    return f"<div class=table><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
 MARKDOWN_COLUMNS = [("label", "run"), ("engine", "engine"), ("samples_per_s", "samples/s (median)"),

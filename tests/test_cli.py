@@ -146,7 +146,7 @@ def test_compare_reports_every_configuration_with_unknown_fields(tmp_path, capsy
 def test_compare_says_why_a_configuration_failed_and_stores_it(tmp_path, monkeypatch, capsys):
     from ortnb import comparison
 
-    def fake_compare(configs, baseline=0, repeats=1, on_run=None):
+    def fake_compare(configs, baseline=0, repeats=1, on_run=None, **waiting):
         runs = [FakeRun(configs[0], tmp_path / "a"),
                 FakeRun(configs[1], tmp_path / "b", error="ValueError: tokenizer exploded\nTraceback (most recent...")]
         for run in runs:

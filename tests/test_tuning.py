@@ -427,5 +427,38 @@ def test_a_winner_from_one_measured_candidate_is_the_best_of_one_not_a_search():
     assert found.describe().endswith("measuring all 4 needs a budget of about 112 s.")
     for other in candidates[1:]:
         other.runs = [fake_record(1, [10.0] * 4, 8, 28.0, 10.0)]
-    assert result.build(candidates, ortnb.RunConfig(model="tiny-bert"), {}, budget_s=200.0, elapsed_s=120.0,
-                        complete=True, interrupted=False, ended="every candidate was measured").conclusive
+    complete = dict(budget_s=200.0, elapsed_s=120.0, complete=True, interrupted=False,
+                    ended="every candidate was measured")
+    first_rung_only = result.build(candidates, ortnb.RunConfig(model="tiny-bert"), {}, **complete)
+    assert first_rung_only.searched and not first_rung_only.conclusive  # 4 measured steps: under the judge's 5
+    assert first_rung_only.describe().startswith(
+        "Fastest measured, not conclusive (the winner has too few measured steps (4, at least 5 needed)): ")
+    candidates[0].runs.append(fake_record(2, [20.0] * 8, 8, 20.0, 10.0))
+    found = result.build(candidates, ortnb.RunConfig(model="tiny-bert"), {}, **complete)
+    assert found.conclusive and found.describe().startswith("Fastest here: backend=ort batch_size=8, 20.0 samples/s")
+
+
+def test_tune_judges_its_figures_as_compare_does_noise_and_contention_make_the_winner_inconclusive():
+    grid = {"backend": ["ort", "eager"]}
+    complete = dict(budget_s=200.0, elapsed_s=120.0, complete=True, interrupted=False,
+                    ended="every candidate was measured")
+
+    def found_with(winner_speeds, other_cpu=None, runner_up_cpu=None):
+        ort, eager = candidates_of(grid)
+        ort.runs = [{**fake_record(1, winner_speeds, 8, 28.0, 10.0), "other_cpu": other_cpu}]
+        eager.runs = [{**fake_record(1, [10.0] * 6, 8, 28.0, 10.0), "other_cpu": runner_up_cpu}]
+        return result.build([ort, eager], ortnb.RunConfig(model="tiny-bert"), grid, **complete)
+
+    steady = found_with([20.0] * 6)
+    assert steady.conclusive and steady.doubt is None
+    assert steady.table["p25"].tolist() == [20.0, 10.0] and steady.table["flag"].isna().all()
+    noisy = found_with([10.0, 20.0, 30.0, 20.0, 10.0, 30.0])  # p25 10, p75 30 (as metrics.quartiles): 100%
+    assert noisy.doubt == "the winner is noisy (spread 100% of its median, over 15%)" and not noisy.conclusive
+    assert noisy.table["flag"].tolist()[0] == "noisy"
+    loaded = found_with([20.0] * 6, other_cpu=[0.4] * 6)
+    assert loaded.doubt == "the winner was measured while other processes used the CPU (40% of the CPU)"
+    assert loaded.describe().endswith("; measure again on a quiet machine.")
+    assert loaded.table["flag"].tolist()[0] == "under load" and loaded.table["contended_share"].tolist()[0] == 0.4
+    slowed_runner_up = found_with([20.0] * 6, runner_up_cpu=[0.5] * 6)  # it might be the real winner
+    assert slowed_runner_up.doubt == ("backend=eager measured while other processes used the CPU")
+    assert not slowed_runner_up.conclusive and slowed_runner_up.to_dict()["conclusive"] is False

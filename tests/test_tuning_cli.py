@@ -51,7 +51,7 @@ def test_a_search_prints_progress_the_table_and_the_winner_and_writes_its_files(
     printed = capsys.readouterr().out
     assert "ortnb tune: 4 candidates: 2 refused by validate(), 2 to measure within 60 s" in printed
     assert re.search(r"ortnb tune: rung 1, candidate 1 of 2: .* \| \d+ s of 60 s \| best so far: none yet", printed)
-    assert re.search(r"(?m)^ #\s+configuration\s+status\s+samples/s\s+real tokens/s", printed)
+    assert re.search(r"(?m)^ #\s+configuration\s+status\s+samples/s\s+p25\s+p75\s+real tokens/s", printed)
     assert re.search(r"(?m)^ 1\s+eager \+ AdamW\s+measured\s+50\.0 ", printed)
     assert "  refused (ort + AdamW + fp16): precision: fp16 with backend='ort' needs the CUDA" in printed
     winner = ortnb.RunConfig.from_json(out / "config.json")

@@ -34,7 +34,8 @@ DEFAULT_BUDGET_S = 180.0
 def tune(model: str | None = None, dataset=None, *, budget_s: float = DEFAULT_BUDGET_S,
          base: RunConfig | None = None, grid: dict[str, list] | None = None, refresh: bool = False,
          on_progress: Callable[[dict], None] | None = None, stop: threading.Event | None = None,
-         output_dir: str | Path | None = None, cache_dir: str | Path | None = None) -> TuneResult:
+         output_dir: str | Path | None = None, cache_dir: str | Path | None = None,
+         wait_for_quiet_s: float = 0.0) -> TuneResult:
     """Measure the configurations this machine can run and return them ranked, with the winner as a RunConfig.
 
     ``model`` / ``dataset``: what to train (default: ``base``'s, else minilm on rotten_tomatoes). ``budget_s``:
@@ -44,6 +45,9 @@ def tune(model: str | None = None, dataset=None, *, budget_s: float = DEFAULT_BU
     with a dict per event (start, candidate, result, done). ``stop``: set it to end the search; the running
     candidate is stopped and what was measured is kept. ``output_dir``: keep the measurement runs there
     (default: a temporary folder, deleted). ``cache_dir``: default ``~/.cache/ortnb/tune`` (``$ORTNB_CACHE``).
+    ``wait_for_quiet_s``: before measuring, wait up to this long for other processes to leave the CPU (not
+    counted in the budget; a progress event "waiting" says so). Candidates measured under load anyway are
+    flagged, and make the winner not conclusive.
 
     Every argument is checked before any run, and each problem is named in one ConfigError.
     """
@@ -51,6 +55,9 @@ def tune(model: str | None = None, dataset=None, *, budget_s: float = DEFAULT_BU
     started = clock()
     base = _base(model, dataset, base)
     problems = _argument_problems(budget_s, grid, on_progress, stop)
+    if not isinstance(wait_for_quiet_s, (int, float)) or isinstance(wait_for_quiet_s, bool) or wait_for_quiet_s < 0:
+        problems.append(f"wait_for_quiet_s must be a number of seconds >= 0 (0: do not wait), got "
+                        f"{wait_for_quiet_s!r}.")
     if problems:
         raise ConfigError(problems)
     candidates, grid = _candidates(base, grid)
@@ -64,6 +71,9 @@ def tune(model: str | None = None, dataset=None, *, budget_s: float = DEFAULT_BU
     if entry is not None and not entry["interrupted"]:
         return TuneResult.from_dict(entry, base, from_cache=True, cache_path=str(path))
     resumed = _resume(candidates, entry)
+    if wait_for_quiet_s:
+        waited = _wait_for_quiet(wait_for_quiet_s, on_progress)
+        started += waited.waited_s  # the budget is for measuring, not for waiting
     budget = Budget(float(budget_s), clock, started)
     return _search(candidates, base, grid, budget, (path, key), resumed, on_progress, stop, output_dir)
 
@@ -174,6 +184,14 @@ def _resume(candidates: list[space.Candidate], entry: dict | None) -> int:
         if earlier and candidate.runnable:
             candidate.runs = list(earlier.get("runs") or [])
     return sum(bool(c.measured_runs()) for c in candidates)
+
+
+def _wait_for_quiet(timeout_s: float, on_progress):
+    from ..contention import wait_for_quiet
+
+    tell = (lambda share: on_progress({"event": "waiting", "share": share, "timeout_s": timeout_s})) \
+        if on_progress else None
+    return wait_for_quiet(timeout_s, on_wait=tell)
 
 
 # -- the search ----------------------------------------------------------------------------------

@@ -96,7 +96,7 @@ def record(run, rung: int, cost_s: float, ended: str | None) -> dict:
     return {
         "rung": rung, "status": status, "ended": ended, "steps": len(steps), "measured_steps": len(counted),
         **{key: [s.get(key) for s in counted] for key in ("samples_per_s", "real_tokens_per_s", "tokens_per_s",
-                                                          "mfu", "step_time")},
+                                                          "mfu", "step_time", "other_cpu")},
         "engine": summary["engine"], "first_step_s": summary["first_step_s"], "cost_s": round(cost_s, 2),
         # startup and first step: what every run of this kind pays before the steps that are timed
         "overhead_s": round(cost_s - sum(s["step_time"] for s in steps[1:]), 2) if steps else None,

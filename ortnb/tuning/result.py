@@ -6,16 +6,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import judge
+from ..metrics import quartiles
 from ..config import RunConfig
+from ..contention import CONTENDED_SHARE
 from .search import ranked
 from .space import Candidate
 
 FORMAT = 1  # of the cache entry and tune.json
-COLUMNS = ["rank", "label", "status", "samples_per_s", "real_tokens_per_s", "tokens_per_s", "mfu", "engine",
-           "first_step_s", "steps_measured", "rung", "cost_s", "reason"]
+COLUMNS = ["rank", "label", "status", "samples_per_s", "p25", "p75", "real_tokens_per_s", "tokens_per_s", "mfu",
+           "engine", "first_step_s", "steps_measured", "rung", "cost_s", "contended_share", "flag", "doubt", "reason"]
 HEADERS = {"rank": "#", "label": "configuration", "status": "status", "samples_per_s": "samples/s",
+           "p25": "p25", "p75": "p75",
            "real_tokens_per_s": "real tokens/s", "tokens_per_s": "tokens/s", "mfu": "MFU %", "engine": "engine",
-           "first_step_s": "first step s", "steps_measured": "steps", "rung": "rung", "cost_s": "run s"}
+           "first_step_s": "first step s", "steps_measured": "steps", "rung": "rung", "cost_s": "run s",
+           "flag": "judged"}
 STATUS_ORDER = ("measured", "failed", "not measured", "refused")
 
 
@@ -26,18 +31,42 @@ def order(candidates: list[Candidate]) -> list[Candidate]:
     return ranked(candidates) + rest
 
 
+def judged(candidate: Candidate) -> dict:
+    """A candidate's measurements as the summary ``ortnb.judge`` reads (every measured step of every rung)."""
+    summary = {"label": candidate.label, "samples_per_s": candidate.samples_per_s,
+               "steps_measured": len(candidate.values("samples_per_s"))}
+    for key in ("samples_per_s", "tokens_per_s"):
+        low, high = quartiles(candidate.values(key))
+        summary[f"{key}_iqr"] = None if low is None else high - low
+        summary[key] = candidate.median(key)
+    share = candidate.median("other_cpu")
+    return {**summary, "contended_share": share, "contended": share is not None and share > CONTENDED_SHARE}
+
+
+def _flag(summary: dict) -> str:
+    """The judge's doubt in a word or two, for a table column."""
+    verdict = judge.judge([summary])[0]
+    return "too few steps" if not verdict.usable else "under load" if verdict.contended else "noisy"
+
+
 def row(candidate: Candidate, rank: int) -> dict:
     runs = candidate.runs
     engines = [r["engine"] for r in runs if r.get("engine")]
+    low, high = quartiles(candidate.values("samples_per_s"))
+    summary = judged(candidate)
+    doubt = judge.doubt(summary, "its speed") if candidate.measured_runs() else None
     return {"rank": rank, "label": candidate.label, "status": candidate.status,
-            "samples_per_s": candidate.samples_per_s, "real_tokens_per_s": candidate.median("real_tokens_per_s"),
+            "samples_per_s": candidate.samples_per_s, "p25": low, "p75": high,
+            "real_tokens_per_s": candidate.median("real_tokens_per_s"),
             "tokens_per_s": candidate.median("tokens_per_s"), "mfu": candidate.median("mfu"),
             "engine": engines[-1] if engines else None,
             "first_step_s": next((r["first_step_s"] for r in runs if r.get("first_step_s") is not None), None),
             "steps_measured": len(candidate.values("samples_per_s")) if runs else None,
             "rung": candidate.rung or None,
             "cost_s": round(sum(r.get("cost_s") or 0.0 for r in runs), 1) if runs else None,
-            "reason": candidate.reason, **candidate.axes}
+            "contended_share": candidate.median("other_cpu"), "doubt": doubt, "flag": _flag(summary) if doubt else None,
+            "reason": candidate.reason,
+            **candidate.axes}
 
 
 @dataclass
@@ -74,11 +103,34 @@ class TuneResult:
         return table.astype({"steps_measured": "Int64", "rung": "Int64"})  # whole numbers, missing where unmeasured
 
     @property
-    def conclusive(self) -> bool:
-        """Whether the winner won a search: every runnable candidate was measured (or failed) at least once.
-        Otherwise it is only the best of those measured, and the result says so."""
+    def searched(self) -> bool:
+        """Whether every runnable candidate was measured (or failed) at least once."""
         runnable = [c for c in self.candidates if c.runnable]
         return bool(ranked(self.candidates)) and all(c.status in ("measured", "failed") for c in runnable)
+
+    @property
+    def doubt(self) -> str | None:
+        """Why the winner's lead is no fact though every candidate was measured (``ortnb.judge``'s words): its
+        speed has too few steps, is noisy or was measured under load, or other candidates were measured under
+        load (a candidate slowed by another job may be the real winner). None when nothing casts doubt."""
+        leaders = ranked(self.candidates)
+        if not leaders:
+            return None
+        own = judge.doubt(judged(leaders[0]), "the winner")
+        if own:
+            return own
+        loaded = [c.label for c in leaders[1:] if judged(c)["contended"]]
+        if loaded:
+            which = loaded[0] if len(loaded) == 1 else f"{len(loaded)} candidates"
+            return f"{which} measured while other processes used the CPU"
+        return None
+
+    @property
+    def conclusive(self) -> bool:
+        """Whether the winner may be called the fastest: every runnable candidate was measured (or failed) at
+        least once and the judge finds no doubt in the figures. Otherwise it is only the best of those
+        measured, and the result says why."""
+        return self.searched and self.doubt is None
 
     @property
     def min_budget_s(self) -> float | None:
@@ -104,10 +156,14 @@ class TuneResult:
         top = row(leaders[0], 1)
         mfu = f", MFU {top['mfu']:.1%}" if top["mfu"] is not None else ""
         figures = f"{top['label']}, {top['samples_per_s']:.1f} samples/s{mfu} ({top['engine']})"
-        if not self.conclusive:
+        if not self.searched:
             need = (f"; measuring all {runnable} needs a budget of about {self.min_budget_s:.0f} s"
                     if self.min_budget_s else "")
             return (f"Best of {self.counts['measured']} measured, not a search: {figures}; {scope}{need}.")
+        if self.doubt:
+            advice = ("measure again on a quiet machine" if "other processes" in self.doubt
+                      else "measure again with a larger budget (more steps per candidate)")
+            return f"Fastest measured, not conclusive ({self.doubt}): {figures}; {scope}; {advice}."
         return f"Fastest here: {figures}; {scope}."
 
     def to_dict(self) -> dict:
@@ -165,7 +221,7 @@ def table_text(found: TuneResult) -> str:
     return shown.fillna("-").to_string(index=False)
 
 
-_DIGITS = {"samples/s": 1, "real tokens/s": 0, "tokens/s": 0, "MFU %": 2, "first step s": 2, "steps": 0, "rung": 0,
+_DIGITS = {"samples/s": 1, "p25": 1, "p75": 1, "real tokens/s": 0, "tokens/s": 0, "MFU %": 2, "first step s": 2, "steps": 0, "rung": 0,
            "run s": 1}
 
 
@@ -199,6 +255,9 @@ def format_progress(event: dict) -> str:
         resumed = f"; {event['resumed']} measured before, resumed" if event.get("resumed") else ""
         return (f"{event['candidates']} candidates: {event['refused']} refused by validate(), {event['runnable']} "
                 f"to measure within {event['budget_s']:g} s{resumed}")
+    if kind == "waiting":
+        return (f"other processes use {event['share']:.0%} of the CPU; waiting up to {event['timeout_s']:g} s for "
+                f"a quiet machine before measuring (not counted in the budget)")
     where = f"{event.get('phase')}, candidate {event.get('candidate')} of {event.get('of')}"
     if kind == "candidate":
         return (f"{where}: {event['label']} (about {event['estimate_s']:.0f} s) | {event['elapsed_s']:.0f} s of "

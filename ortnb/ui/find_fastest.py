@@ -76,7 +76,7 @@ class FindFastest:
             self.settings.selected_index = 0
         else:
             self._config = config
-        what = "the fastest configuration" if search.conclusive else "the best measured configuration (not a search)"
+        what = "the fastest configuration" if search.conclusive else "the best measured configuration (not conclusive)"
         with self._lock:
             self.state.say(f"the form now holds {what}: {config.label}")
         self.render()

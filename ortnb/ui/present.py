@@ -285,7 +285,7 @@ def table_cells(row: dict) -> list[str]:
         elif key == "speedup":
             cells.append(row["text"])  # the judge's verdict
         elif key == "spread":
-            known = row["p25"] is not None and row["p75"] is not None
+            known = row.get("p25") is not None and row.get("p75") is not None
             cells.append(f"{_number(row['p25'])}–{_number(row['p75'])}" if known else "–")
         elif key == "mfu":
             cells.append(f"{value * 100:.1f}" if value is not None else "–")
@@ -297,7 +297,7 @@ def table_cells(row: dict) -> list[str]:
 # -- Find fastest -----------------------------------------------------------------------------
 
 SEARCH_COLUMNS = [("rank", "#"), ("label", "configuration"), ("status", "status"), ("samples_per_s", "samples/s"),
-                  ("real_tokens_per_s", "real tokens/s"), ("mfu", "MFU %"), ("engine", "engine"),
+                  ("p25", "p25–p75"), ("flag", "judged"), ("real_tokens_per_s", "real tokens/s"), ("mfu", "MFU %"), ("engine", "engine"),
                   ("first_step_s", "first step (s)"), ("reason", "why")]
 TUNED_FIELDS = ("backend", "optim", "precision", "zero_stage", "num_processes", "threads", "batch_size", "padding",
                 "length_grouping")
@@ -322,7 +322,10 @@ def search_text(search, now: float) -> str:
             f"{format_duration(search.budget_s)}{best_text}")
 
 
-def search_cell(key: str, value) -> str:
+def search_cell(key: str, value, row: dict | None = None) -> str:
+    if key == "p25" and row is not None:  # the range, as the comparison table shows it
+        low, high = row.get("p25"), row.get("p75")
+        return f"{_number(low)}–{_number(high)}" if low is not None and high is not None else "–"
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "–"
     if key == "mfu":
@@ -361,7 +364,7 @@ def search_table_html(rows: list[dict]) -> str:
     rows = search_table_rows(rows)
     columns = [(key, title) for key, title in SEARCH_COLUMNS if any(key in row for row in rows)]
     head = "".join(f"<th class='ortnb-cell ortnb-head'>{html.escape(title)}</th>" for _, title in columns)
-    body = "".join("<tr>" + "".join(f"<td class='ortnb-cell'>{html.escape(search_cell(key, row.get(key)))}</td>"
+    body = "".join("<tr>" + "".join(f"<td class='ortnb-cell'>{html.escape(search_cell(key, row.get(key), row))}</td>"
                                     for key, _ in columns) + "</tr>" for row in rows)
     return (f"<div class='ortnb-search'><b>Find fastest: every candidate, fastest first</b>"
             f"<table style='width:100%;border-collapse:collapse'><tr>{head}</tr>{body}</table></div>")

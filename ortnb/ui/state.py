@@ -162,8 +162,9 @@ class DashboardState:
 
     def search_ended(self, rows: list[dict], best: RunConfig | None, error: str | None = None,
                      conclusive: bool = True, description: str | None = None) -> None:
-        """The search ended. ``conclusive``: every runnable candidate was measured, so the winner won a search;
-        otherwise it is only the best of those measured and the message says so (``description``: tune's)."""
+        """The search ended. ``conclusive``: every runnable candidate was measured and the judge trusts the
+        figures, so the winner won a search; otherwise it is only the best of those measured and the message
+        says why (``description``: tune's, with what to do about it)."""
         if self.search is None:
             return
         self.search.rows, self.search.best, self.search.error, self.search.done = rows, best, error, True
@@ -175,8 +176,7 @@ class DashboardState:
             self.message = Message("Find fastest measured no configuration to the end; see the table", "warning")
         elif not conclusive:
             text = description or f"best of those measured, not a search: {best.label}"
-            self.message = Message(f"{text} Press Load winner to try it, or raise the budget for a real search.",
-                                   "warning")
+            self.message = Message(f"{text} Press Load winner to try it.", "warning")
         else:
             self.message = Message(f"fastest here: {best.label}; press Load winner to put it in the form")
 
