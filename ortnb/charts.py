@@ -182,7 +182,11 @@ def live_layout(warmup_steps: int = 0, empty: bool = True, eval_hint: str | None
     if target is not None:
         shapes.append(target_shape(target, metric))
         annotations.append(target_label(target, metric))
-    return {"annotations": annotations, "shapes": shapes, "eval_title": eval_title(metric)}
+    # Empty panels share one frame (steps 0-10, values 0-1) instead of plotly's own guesses, which differ panel
+    # to panel; with data every axis fits its own (Clear must not leave old ranges behind).
+    axes = {"x": {"range": [0, 10], "autorange": False}, "y": {"range": [0, 1], "autorange": False}} if empty else \
+        {"x": {"autorange": True}, "y": {"autorange": True}}
+    return {"annotations": annotations, "shapes": shapes, "eval_title": eval_title(metric), "axes": axes}
 
 
 def eval_hint(config, records: list[dict]) -> str | None:
@@ -214,7 +218,10 @@ def live_figure(widget: bool = False):
     for index, _ in enumerate(figure.layout.annotations):
         figure.layout.annotations[index].name = "title"
     titles = list(figure.layout.annotations)
-    figure.update_layout(annotations=titles + live_layout(eval_hint=eval_hint(None, []))["annotations"])
+    empty = live_layout(eval_hint=eval_hint(None, []))
+    figure.update_layout(annotations=titles + empty["annotations"])
+    figure.update_xaxes(**empty["axes"]["x"])
+    figure.update_yaxes(**empty["axes"]["y"])
     return go.FigureWidget(figure) if widget else figure
 
 
@@ -246,8 +253,8 @@ def set_live_layout(figure, warmup_steps: int, empty: bool, eval_hint: str | Non
         titles[-1].text = extra["eval_title"]  # the wide panel is the last one made
     figure.layout.annotations = titles + extra["annotations"]
     figure.layout.shapes = extra["shapes"]
-    figure.update_xaxes(autorange=True)
-    figure.update_yaxes(autorange=True)
+    figure.update_xaxes(**extra["axes"]["x"])
+    figure.update_yaxes(**extra["axes"]["y"])
 
 
 # -- comparison bars ----------------------------------------------------------------------------

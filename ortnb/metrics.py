@@ -22,7 +22,7 @@ STEP_COLUMNS = ["step", "wall_time", "step_time", "samples_per_s", "tokens_per_s
                 "loss", "learning_rate", "grad_norm", "peak_rss_mb", "gpu_memory_mb", "optimizer_state_mb", "mfu",
                 "other_cpu"]
 FINAL_EVENTS = ("completed", "stopped", "failed")
-PHASES = ("loading model", "tokenizing", "ONNX export", "graph build", "first step")
+PHASES = ("loading model", "tokenizing", "starting training", "ONNX export", "graph build", "first step")
 # Older streams wrote non-finite floats as these strings; they are numbers again on read.
 _NON_FINITE = {"nan": math.nan, "NaN": math.nan, "inf": math.inf, "Infinity": math.inf, "-inf": -math.inf,
                "-Infinity": -math.inf}

@@ -104,7 +104,7 @@ def write(table, configs: list[RunConfig], out_dir: str | Path, command: str,
     json_path.write_text(json.dumps(strict_json(data), indent=2, allow_nan=False))
     figure = comparison_figure(table).to_html(full_html=False, include_plotlyjs=True,
                                               config={"responsive": True, "displaylogo": False})
-    facts = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(str(v))}</li>"
+    facts = "".join(f"<li><b>{html.escape(FACT_NAMES.get(k, k))}</b>: {html.escape(_fact(v))}</li>"
                     for k, v in {**data["machine"], **data["versions"]}.items())
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in data["notes"])
     page = (f"<!doctype html><html><head><meta charset='utf-8'><meta name='viewport' content='width=device-width'>"
@@ -129,6 +129,14 @@ REPORT_STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto;paddin
                 ".notes{color:#8a5a00}")
 
 
+FACT_NAMES = {"cpu": "CPU", "cpu_signature": "CPU features", "cores": "cores", "cuda": "CUDA GPU",
+              "bf16_cpu_native": "native bf16 on the CPU"}
+
+
+def _fact(value) -> str:
+    return "yes" if value is True else "no" if value is False else str(value)
+
+
 def report_row(record: dict) -> dict:
     """A comparison table row as the Dashboard's comparison rows name their fields (present.table_cells)."""
     from .ui.present import metric_text
@@ -143,12 +151,14 @@ def html_table(table) -> str:
     verdict, MFU in percent (never a raw 0.4239 beside a 42.4% headline)."""
     from .ui.present import TABLE_COLUMNS, TEXT_COLUMNS, table_cells
 
-    head = "".join(f"<th>{html.escape(title)}</th>" for _, title in TABLE_COLUMNS)
+    rows = [table_cells(report_row(record)) for record in table.to_dict(orient="records")]
+    # a column no run has a value for (best held-out of a speed-only comparison) is left out, not shown empty
+    shown = [i for i, (key, _) in enumerate(TABLE_COLUMNS) if key == "label" or any(r[i] != "–" for r in rows)]
+    head = "".join(f"<th>{html.escape(TABLE_COLUMNS[i][1])}</th>" for i in shown)
     body = ""
-    for record in table.to_dict(orient="records"):
-        cells = table_cells(report_row(record))
-        body += "<tr>" + "".join(f"<td{'' if key in TEXT_COLUMNS else ' class=number'}>{html.escape(text)}</td>"
-                                 for (key, _), text in zip(TABLE_COLUMNS, cells)) + "</tr>"
+    for cells in rows:
+        body += "<tr>" + "".join(f"<td{'' if TABLE_COLUMNS[i][0] in TEXT_COLUMNS else ' class=number'}>"
+                                 f"{html.escape(cells[i])}</td>" for i in shown) + "</tr>"
     return f"<div class=table><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 

@@ -138,6 +138,8 @@ def test_dashboard_in_jupyterlab(lab):
             for number in (1, 2):  # two identical runs
                 button(dashboard, "Run").click()
                 expect(button(dashboard, "Run")).to_be_disabled(timeout=10_000)  # one run at a time
+                if number == 2:  # pressed on the Try it tab: Run brings the Live tab forward
+                    expect(page.locator(".ortnb-dashboard .lm-TabBar-tab.lm-mod-current")).to_contain_text("Live")
                 expect(progress).to_contain_text("ETA", timeout=240_000)
                 if number == 1:
                     run_cell(page, cells.nth(1))  # the kernel is free while the run trains
@@ -209,3 +211,39 @@ def test_dashboard_in_jupyterlab(lab):
             page.screenshot(path=str(shots / "failure.png"), full_page=True)
             print(f"screenshots: {shots}")
             raise
+
+
+def test_report_html_fits_1000_px_and_no_cell_breaks_a_word(tmp_path):
+    """report.html, as `ortnb compare` writes it, read in a real browser at 1000 px: no sideways scrolling of
+    the page, no table cell whose text is wider than the cell (words and numbers never break mid-way)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    pytest.importorskip("playwright")
+    import ortnb
+    from ortnb import comparison, report
+
+    def summary(label, speed, iqr, other=None):
+        return {"label": label, "status": "completed", "engine": "onnxruntime" if "ORT" in label else "pytorch",
+                "samples_per_s": speed, "samples_per_s_iqr": iqr, "samples_per_s_p25": speed - iqr / 2,
+                "samples_per_s_p75": speed + iqr / 2, "steps_measured": 25, "peak_rss_mb": 1234.5,
+                "optimizer_state_mb": 512.25, "final_loss": 0.6931, "mfu": 0.4239, "first_step_s": 12.5,
+                "real_tokens_per_s": speed * 80, "contended": other is not None, "contended_share": other}
+
+    table = comparison.table([[summary("PyTorch + AdamW", 22.9, 39.0)], [summary("ORT + fused Adam", 42.4, 2.0)],
+                              [summary("ORT + fused Adam + ZeRO-1 (2 processes)", 40.1, 1.0, other=0.45)]])
+    table.attrs["notes"] = ["the machine was not quiet before ORT + fused Adam: other processes used 45% of the "
+                            "CPU after waiting 60 s; its figures are flagged where they were measured under load"]
+    configs = [ortnb.RunConfig(model="tiny-bert", backend=b) for b in ("eager", "ort", "ort")]
+    _, page_path = report.write(table, configs, tmp_path, "ortnb compare --steps 30 --warmup 5")
+    with browser_page(1000, 900) as page:
+        page.goto(page_path.as_uri())
+        found = page.evaluate("""() => ({
+            page: [document.documentElement.scrollWidth, document.documentElement.clientWidth],
+            cut: [...document.querySelectorAll('td, th')].filter((c) => c.scrollWidth > c.clientWidth + 1)
+                .map((c) => c.textContent),
+            broken: [...document.querySelectorAll('td, th')].filter((c) => getComputedStyle(c).wordBreak
+                === 'break-all').length,
+            plot: document.querySelector('.js-plotly-plot').getBoundingClientRect().width})""")
+    assert found["page"][0] <= found["page"][1], found  # no sideways scrolling
+    assert not found["cut"] and not found["broken"], found
+    assert 600 < found["plot"] <= 1000, found

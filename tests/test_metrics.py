@@ -95,13 +95,14 @@ def test_current_phase_follows_phase_events_until_the_first_step():
 
     records = []
     assert metrics.current_phase(records) is None
-    for name in ("loading model", "tokenizing", "first step", "ONNX export", "graph build", "first step"):
+    for name in ("loading model", "tokenizing", "starting training", "ONNX export", "graph build", "first step"):
         records.append(phase(name))
         assert metrics.current_phase(records) == name
     assert metrics.current_phase([*records, step(1)]) is None
     failed = {"kind": "event", "event": "failed", "error": "boom"}
     assert metrics.current_phase([phase("tokenizing"), failed]) is None
-    assert set(metrics.PHASES) == {"loading model", "tokenizing", "ONNX export", "graph build", "first step"}
+    assert set(metrics.PHASES) == {"loading model", "tokenizing", "starting training", "ONNX export",
+                                   "graph build", "first step"}
 
 
 def test_final_event_is_the_last_completed_stopped_or_failed():

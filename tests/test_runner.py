@@ -61,7 +61,7 @@ def test_single_process_run_streams_metrics_while_the_kernel_stays_free(tmp_path
     assert repr(run) == "Run('ort + AdamW', status='completed', steps=30)"
     # The phases before the first step, as they began; ORT's export and graph build come from ORTModule itself.
     phases = [e for e in run.events if e["event"] == "phase"]
-    assert [e["phase"] for e in phases] == ["loading model", "tokenizing", "first step", "ONNX export",
+    assert [e["phase"] for e in phases] == ["loading model", "tokenizing", "starting training", "ONNX export",
                                             "graph build", "first step"]
     assert [e["time"] for e in phases] == sorted(e["time"] for e in phases) and run.phase is None
     assert metrics.events(run.records(), "started")[0]["max_steps"] == 30

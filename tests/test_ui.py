@@ -73,6 +73,12 @@ def test_warmup_band_on_every_panel_and_a_hint_while_empty():
                                                                ("x4", 0.5, 5.5)]
     figure = charts.live_figure()
     assert figure.layout.width is None and figure.layout.autosize is True  # follows its container
+    xs = [figure.layout[name] for name in figure.layout if name.startswith("xaxis")]
+    ys = [figure.layout[name] for name in figure.layout if name.startswith("yaxis")]
+    assert len(xs) == len(ys) == 5  # empty: every panel in one frame, not plotly's guess per panel
+    assert {tuple(a.range) for a in xs} == {(0, 10)} and {tuple(a.range) for a in ys} == {(0, 1)}
+    charts.set_live_layout(figure, 5, empty=False)
+    assert all(figure.layout[n].autorange is True for n in figure.layout if n[1:5] == "axis")  # data: each fits
 
 
 def test_compare_table_ratios_and_engines():

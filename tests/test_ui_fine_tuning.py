@@ -72,6 +72,8 @@ def test_an_in_memory_dataset_is_named_in_the_form_and_runs_as_itself():
 def test_form_messages_use_the_forms_words():
     assert form.humanize("eval_every=None with max_steps 10") == "evaluate every blank with steps 10"
     assert form.humanize("evaluate=False: seq_len 32") == "evaluate off: sequence length 32"
+    assert form.humanize("budget_s=5 is too small; give budget_s >= 40") == (
+        "a budget of 5 s is too small; give budget (s) >= 40")  # as the Find-fastest field says it
 
 
 # -- uploads -------------------------------------------------------------------------------------

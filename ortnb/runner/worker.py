@@ -112,7 +112,9 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
                      eval_every=interval, metric=(cfg.metric or evaluation.default_metric(task)) if interval else None,
                      labels=list(labels.names) if labels and labels.names else None,
                      parameters=sum(p.numel() for p in model.parameters()))
-    phase("first step")
+    # An ORT run's first forward announces its own phases (ONNX export, graph build, then first step); saying
+    # "first step" here too would read "first step -> ONNX export -> graph build -> first step".
+    phase("starting training" if cfg.backend == "ort" else "first step")
     trainer.train()
     outcome = "stopped" if callback.stopped else "completed"
     if writer and peak and callback.max_mfu > 1.0:

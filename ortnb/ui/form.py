@@ -43,7 +43,8 @@ CONTROL_LABELS = {"model": "model", "dataset": "dataset", "backend": "engine", "
                   "output_dir": "output folder", "evaluate": "evaluate", "eval_every": "evaluate every",
                   "metric": "best by", "early_stopping_patience": "early stopping", "eval_dataset": "held-out data",
                   "eval_fraction": "held-out share", "eval_samples": "held-out rows", "target": "target",
-                  "seed": "seed", "threads": "threads", "report_to": "report to", "name": "name"}
+                  "seed": "seed", "threads": "threads", "report_to": "report to", "name": "name",
+                  "budget_s": "budget (s)"}
 # The control that shows a field's problems (validate() names RunConfig fields).
 CONTROL_OF = {"zero_stage": "zero1", "max_steps": "length", "epochs": "length"}
 # Typed fields: how the text is read. "?" means blank is None (the field's automatic choice).
@@ -252,7 +253,7 @@ _NONE = re.compile(r"\b(eval_every|early_stopping_patience|eval_dataset|eval_sam
                    r"=None\b")
 _FIELD_NAMES = re.compile(r"\b(max_steps|warmup_steps|eval_every|eval_samples|eval_fraction|eval_dataset|"
                           r"early_stopping_patience|learning_rate|batch_size|seq_len|num_processes|report_to|"
-                          r"output_dir)\b")
+                          r"output_dir|budget_s)\b")
 
 
 def humanize(text: str) -> str:
@@ -267,6 +268,7 @@ def humanize(text: str) -> str:
     text = re.sub(r"\bzero_stage=1\b", "ZeRO-1", text)
     text = re.sub(r"\bnum_processes=1\b", "1 process", text)
     text = re.sub(r"\bnum_processes=(\d+)", r"\1 processes", text)
+    text = re.sub(r"\bbudget_s=(\d+(?:\.\d+)?)", r"a budget of \1 s", text)
     text = re.sub(r"\bevaluate=False\b", "evaluate off", text)
     text = re.sub(r"\bevaluate=True\b", "evaluate on", text)
     text = _NONE.sub(lambda m: f"{CONTROL_LABELS[m.group(1)]} blank", text)
