@@ -95,7 +95,7 @@ def test_compare_waits_before_each_run_and_names_the_runs_that_started_on_a_busy
             share = next(looks)
         return contention.Quiet(share <= contention.CONTENDED_SHARE, share, timeout_s if share else 1.0)
 
-    monkeypatch.setattr(comparison, "launch", FakeRun)
+    monkeypatch.setattr("ortnb.runner.launch", FakeRun)
     monkeypatch.setattr(contention, "wait_for_quiet", fake_wait)
     configs = [ortnb.RunConfig(model="tiny-bert", backend="eager", output_dir=str(tmp_path)),
                ortnb.RunConfig(model="tiny-bert", backend="eager", optim="adamw_torch_fused", output_dir=str(tmp_path))]
