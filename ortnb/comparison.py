@@ -80,7 +80,9 @@ def compare(configs: list[RunConfig], baseline: int = 0, repeats: int = 1,
             on_run: Callable[[Run], None] | None = None, timeout: float = 3600):
     """Run every configuration ``repeats`` times, alternating; returns a pandas DataFrame (one row each).
 
-    ``on_run`` is called with each Run as it starts (the dashboard uses it to draw live charts).
+    ``on_run`` is called with each Run as it starts (the dashboard uses it to draw live charts). A run that
+    has not ended within ``timeout`` s is stopped. Interrupted (KeyboardInterrupt), it stops the run in
+    progress and raises ``Interrupted``, which carries the table of the runs so far.
     """
     if not configs:
         raise ConfigError("compare needs at least one configuration.")
@@ -90,14 +92,44 @@ def compare(configs: list[RunConfig], baseline: int = 0, repeats: int = 1,
         raise ConfigError(f"repeats must be >= 1, got {repeats}.")
     check_comparable(configs)
     summaries: list[list[dict]] = [[] for _ in configs]
-    for _ in range(repeats):
-        for index, cfg in enumerate(configs):
-            run = launch(cfg)
-            if on_run:
-                on_run(run)
-            run.wait(timeout)
-            summaries[index].append(run.summary())
+    run = None
+    try:
+        for _ in range(repeats):
+            for index, cfg in enumerate(configs):
+                run = launch(cfg)
+                if on_run:
+                    on_run(run)
+                run.wait(timeout)
+                summaries[index].append(run.summary())
+                if not run.done:  # out of time (or stalled): a comparison leaves no run training behind it
+                    run.stop()
+    except KeyboardInterrupt as interrupt:
+        if run is not None and not run.done:  # interrupted before wait() began, or in on_run
+            from . import interrupts
+
+            with interrupts.deferred():
+                run.stop()
+        if run is not None and not any(s.get("run_dir") == str(run.run_dir) for group in summaries for s in group):
+            summaries[[c.label for c in configs].index(run.config.label)].append(run.summary())
+        done = sum(len(group) for group in summaries)
+        for cfg, group in zip(configs, summaries):
+            if not group:
+                group.append({"label": cfg.label, "status": "not run"})
+        raise Interrupted(table(summaries, baseline), done, len(configs) * repeats, interrupt) from interrupt
     return table(summaries, baseline)
+
+
+class Interrupted(KeyboardInterrupt):
+    """compare() was interrupted (Ctrl-C, or SIGTERM/SIGHUP in ``ortnb compare``). The run in progress was
+    stopped the way stop() does; ``table`` holds every run so far (a configuration never started reads status
+    "not run"), ``runs_done`` of ``runs_planned`` ended, and ``signum`` is the signal."""
+
+    def __init__(self, partial, runs_done: int, runs_planned: int, interrupt: BaseException):
+        from .interrupts import signum_of
+
+        super().__init__(f"compare() was interrupted after {runs_done} of {runs_planned} runs")
+        self.table, self.runs_done, self.runs_planned = partial, runs_done, runs_planned
+        self.signum = signum_of(interrupt)
 
 
 def table(summaries: list[list[dict]], baseline: int = 0):

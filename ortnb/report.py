@@ -70,14 +70,16 @@ def machine() -> dict:
             "bf16_cpu_native": caps.bf16_cpu_native}
 
 
-def results(table, configs: list[RunConfig], command: str, runs: list[list[dict]] | None = None) -> dict:
-    """Everything needed to read and reproduce a comparison, as plain data."""
+def results(table, configs: list[RunConfig], command: str, runs: list[list[dict]] | None = None,
+            incomplete: str | None = None) -> dict:
+    """Everything needed to read and reproduce a comparison, as plain data. ``incomplete``: why not every run
+    was measured (an interrupted compare), else None."""
     from .comparison import describe_best, describe_quality
 
     return {"command": command, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "method": METHOD,
             "machine": machine(), "versions": versions(), "configs": [c.to_dict() for c in configs],
             "table": json.loads(table.to_json(orient="records")), "best": describe_best(table),
-            "quality": describe_quality(table), "runs": runs or []}
+            "quality": describe_quality(table), "runs": runs or [], "incomplete": incomplete}
 
 
 def strict_json(value):
@@ -93,13 +95,14 @@ def strict_json(value):
 
 
 def write(table, configs: list[RunConfig], out_dir: str | Path, command: str,
-          runs: list[list[dict]] | None = None) -> tuple[Path, Path]:
-    """Write results.json and a self-contained report.html (plotly inlined: opens offline)."""
+          runs: list[list[dict]] | None = None, incomplete: str | None = None) -> tuple[Path, Path]:
+    """Write results.json and a self-contained report.html (plotly inlined: opens offline); ``incomplete`` says
+    in both why not every run was measured."""
     from .charts import comparison_figure
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data = results(table, configs, command, runs)
+    data = results(table, configs, command, runs, incomplete)
     json_path = out / "results.json"
     json_path.write_text(json.dumps(strict_json(data), indent=2, allow_nan=False))
     figure = comparison_figure(table).to_html(full_html=False, include_plotlyjs=True)
@@ -108,7 +111,9 @@ def write(table, configs: list[RunConfig], out_dir: str | Path, command: str,
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>ortnb comparison</title>"
             f"<style>body{{font-family:sans-serif;max-width:1100px;margin:auto}} td,th{{padding:4px 10px}}</style>"
             f"</head><body><h1>ortnb comparison</h1><p><code>{html.escape(command)}</code> &mdash; "
-            f"{html.escape(data['date'])}</p><p><b>{html.escape(data['best'])}</b></p>"
+            f"{html.escape(data['date'])}</p>"
+            f"{'<p><b>Incomplete</b>: ' + html.escape(incomplete) + '.</p>' if incomplete else ''}"
+            f"<p><b>{html.escape(data['best'])}</b></p>"
             f"{'<p><b>' + html.escape(data['quality']) + '</b></p>' if data['quality'] else ''}{figure}"
             f"{table.to_html(index=False, float_format=lambda v: f'{v:.4g}')}"
             f"<h2>Method</h2><p>{html.escape(METHOD)}</p><h2>Machine and versions</h2><ul>{facts}</ul>"
