@@ -71,10 +71,9 @@ def format_step(record: dict) -> str:
 
 def cmd_run(options: argparse.Namespace) -> int:
     """Start a run from a RunConfig JSON or YAML file and follow it; Ctrl-C stops it with a checkpoint."""
-    import time
-
     from .errors import ConfigError
     from .runner import launch
+    from .terminal import follow
 
     try:
         run = launch(load_config(options.config), launcher_args=options.launcher_args or None)
@@ -97,13 +96,7 @@ def cmd_run(options: argparse.Namespace) -> int:
             print(format_step(record), flush=True)
         printed += len(new)
 
-    try:
-        while not run.done:
-            print_new_steps()
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        print("ortnb run: stopping (checkpointing first)...", flush=True)
-        run.stop()
+    signalled = follow(run, "run", print_new_steps)
     print_new_steps()
     print(f"ortnb run: {run.status}; engine {run.summary()['engine']}")
     if run.bad_lines:
@@ -111,6 +104,8 @@ def cmd_run(options: argparse.Namespace) -> int:
               "(a full disk or a killed writer leaves one)", file=sys.stderr)
     if run.status == "failed":
         print(run.error, file=sys.stderr)
+    if signalled is not None:
+        return signalled  # as a shell reports a command a signal ended: 128 + its number
     return 0 if run.status in ("completed", "stopped") else 1
 
 
@@ -256,8 +251,8 @@ def _field_value(kind: str, text: str):
 
 def cmd_compare(options: argparse.Namespace) -> int:
     """Compare configurations in fresh runs; print the table, write report.html and results.json."""
-    from . import report
-    from .comparison import compare, describe_best, describe_quality, grid
+    from . import interrupts, report
+    from .comparison import Interrupted, compare, grid
     from .config import RunConfig
     from .errors import ConfigError
 
@@ -282,6 +277,7 @@ def cmd_compare(options: argparse.Namespace) -> int:
         runs[[c.label for c in configs].index(run.config.label)].append(run)
         print(f"ortnb compare: {run.config.label} -> {run.run_dir}", flush=True)
 
+    incomplete, signalled = None, None
     try:
         table = compare(configs, baseline=options.baseline, repeats=options.repeats, on_run=remember,
                         wait_for_quiet_s=options.wait_for_quiet,
@@ -289,6 +285,25 @@ def cmd_compare(options: argparse.Namespace) -> int:
     except ConfigError as error:
         print(f"ortnb compare: {error}", file=sys.stderr)
         return 2
+    except Interrupted as interrupted:  # the run in progress was stopped; write what was measured
+        table, signalled = interrupted.table, interrupts.exit_code(interrupted)
+        incomplete = (f"interrupted by {interrupts.name(interrupted.signum)} after {interrupted.runs_done} of "
+                      f"{interrupted.runs_planned} runs: the run in progress was stopped and configurations not "
+                      "run read 'not run'")
+        interrupts.say(f"ortnb compare: {incomplete}; writing the incomplete report...")
+    with interrupts.deferred(lambda again: interrupts.say(
+            f"ortnb compare: {interrupts.name(again)}: the report is being written; it takes a moment", sys.stderr)):
+        _report(table, configs, runs, options, incomplete)
+    if signalled is not None:
+        return signalled  # as a shell reports a command a signal ended: 128 + its number
+    return 0 if all(s == "completed" for s in table["status"]) else 1
+
+
+def _report(table, configs: list, runs: list[list], options: argparse.Namespace, incomplete: str | None) -> None:
+    """Print the table and write report.html, results.json and table.md (marked incomplete when interrupted)."""
+    from . import report
+    from .comparison import describe_best, describe_quality
+
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print(describe_best(table))
     if describe_quality(table):
@@ -297,10 +312,11 @@ def cmd_compare(options: argparse.Namespace) -> int:
         print(f"ortnb compare: {note}")
     summaries = [[{**r.summary(), "error": r.error} for r in group] for group in runs]
     _print_failures(runs)
-    json_path, html_path = report.write(table, configs, options.out, options.command_line, summaries)
-    (json_path.parent / "table.md").write_text(report.markdown_table(table))
-    print(f"ortnb compare: wrote {html_path} and {json_path}")
-    return 0 if all(s == "completed" for s in table["status"]) else 1
+    json_path, html_path = report.write(table, configs, options.out, options.command_line, summaries,
+                                        incomplete=incomplete)
+    (json_path.parent / "table.md").write_text((f"**Incomplete**: {incomplete}.\n\n" if incomplete else "")
+                                               + report.markdown_table(table))
+    print(f"ortnb compare: wrote {html_path} and {json_path}{' (incomplete)' if incomplete else ''}")
 
 
 def _print_failures(runs: list[list]) -> None:
@@ -316,13 +332,19 @@ def _print_failures(runs: list[list]) -> None:
 def cmd_tune(options: argparse.Namespace) -> int:
     """Find the fastest configuration this machine runs for a model and dataset within a time budget; print the
     ranked candidates and the winner, and write tune.json, config.json (the winner) and candidates.json."""
+    from . import interrupts
     from .errors import ConfigError
 
+    signalled: list[int] = []
     try:
-        result = _tune(options)
+        result = _tune(options, signalled)
     except ConfigError as error:  # the API names budget_s; here it is --budget
         print(f"ortnb tune: {str(error).replace('budget_s', '--budget')}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as interrupt:  # a second signal: the running candidate was stopped, nothing printed
+        interrupts.say("ortnb tune: aborted; what was measured is kept in the cache and `ortnb tune` with the "
+                       "same arguments goes on from it", sys.stderr)
+        return interrupts.exit_code(interrupt)
     from .tuning import reason_lines, table_text
 
     if result.from_cache:
@@ -333,15 +355,17 @@ def cmd_tune(options: argparse.Namespace) -> int:
     print(result.describe())
     _write_tune_files(result, options.out)
     if result.interrupted:
-        return 130  # as a shell reports Ctrl-C
+        return 128 + (signalled[0] if signalled else 2)  # as a shell reports a command a signal ended (Ctrl-C: 130)
     return 0 if result.best is not None else 1
 
 
-def _tune(options: argparse.Namespace):
-    """tune() with progress lines; Ctrl-C stops the search (what was measured is kept), a second one aborts."""
+def _tune(options: argparse.Namespace, signalled: list[int]):
+    """tune() with progress lines; Ctrl-C, SIGTERM or SIGHUP stops the search (what was measured is kept, the
+    temporary run folders are removed), a second one aborts. ``signalled`` receives the first signal's number."""
     import signal
     import threading
 
+    from . import interrupts
     from .config import RunConfig
     from .errors import ConfigError
     from .tuning import format_progress, tune
@@ -355,19 +379,23 @@ def _tune(options: argparse.Namespace):
     base = RunConfig(model=options.model, dataset=options.dataset, seq_len=options.seq_len, max_steps=options.steps)
     stop = threading.Event()
 
-    def interrupt(_signum, _frame):
+    def interrupt(signum, _frame):
         stop.set()
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        print("ortnb tune: stopping the running candidate (Ctrl-C again to abort)...", flush=True)
+        signalled.append(signum)
+        for again in interrupts.ALL:  # a second signal raises, as it would without this handler
+            signal.signal(again, signal.default_int_handler if again == signal.SIGINT else interrupts.raise_terminated)
+        told = "" if signum == signal.SIGINT else f"{interrupts.name(signum)}: "
+        interrupts.say(f"ortnb tune: {told}stopping the running candidate (Ctrl-C again to abort)...")
 
-    previous = signal.signal(signal.SIGINT, interrupt)
+    previous = {signum: signal.signal(signum, interrupt) for signum in interrupts.ALL}
     try:
         return tune(base=base, budget_s=budget, grid=grid, refresh=options.refresh, stop=stop,
                     wait_for_quiet_s=options.wait_for_quiet,
                     on_progress=lambda event: print(f"ortnb tune: {format_progress(event)}", flush=True),
                     output_dir=options.runs, cache_dir=options.cache_dir)
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _write_tune_files(result, out: str) -> None:
@@ -463,12 +491,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import interrupts
+
     argv = sys.argv[1:] if argv is None else argv
     options = build_parser().parse_args(argv)
     options.command_line = " ".join(["ortnb", *argv])  # recorded in reports, to re-run them
     if getattr(options, "launcher_args", None) and options.launcher_args[0] == "--":
         options.launcher_args = options.launcher_args[1:]
-    return options.run(options)
+    # SIGTERM and SIGHUP mean what Ctrl-C means: each command stops its runs and keeps what was written.
+    with interrupts.as_keyboard_interrupt():
+        try:
+            return options.run(options)
+        except KeyboardInterrupt as interrupt:  # a command's runs were stopped where it was interrupted
+            interrupts.say(f"ortnb {options.command}: interrupted ({interrupts.name(interrupts.signum_of(interrupt))})",
+                           sys.stderr)
+            return interrupts.exit_code(interrupt)
 
 
 if __name__ == "__main__":

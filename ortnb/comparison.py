@@ -82,11 +82,12 @@ def compare(configs: list[RunConfig], baseline: int = 0, repeats: int = 1,
             on_wait: Callable[[str], None] | None = None):
     """Run every configuration ``repeats`` times, alternating; returns a pandas DataFrame (one row each).
 
-    ``on_run`` is called with each Run as it starts (the dashboard uses it to draw live charts).
-    ``wait_for_quiet_s``: before each run, wait up to this long for other work to leave the CPU (on 2 cores
-    one busy process can slow a run 10x); a run that starts on a busy machine is named in
-    ``table.attrs["notes"]``, and its own measured contention flags it in the table. ``on_wait`` is told, in
-    words, when a wait starts.
+    ``on_run`` is called with each Run as it starts (the dashboard uses it to draw live charts). A run that
+    has not ended within ``timeout`` s is stopped. ``wait_for_quiet_s``: before each run, wait up to this long
+    for other work to leave the CPU (on 2 cores one busy process can slow a run 10x); a run that starts on a
+    busy machine is named in ``table.attrs["notes"]``, and its own measured contention flags it in the table.
+    ``on_wait`` is told, in words, when a wait starts. Interrupted (KeyboardInterrupt), it stops the run in
+    progress and raises ``Interrupted``, which carries the table of the runs so far.
     """
     if not configs:
         raise ConfigError("compare needs at least one configuration.")
@@ -100,16 +101,36 @@ def compare(configs: list[RunConfig], baseline: int = 0, repeats: int = 1,
     check_comparable(configs)
     summaries: list[list[dict]] = [[] for _ in configs]
     notes: list[str] = []
-    for _ in range(repeats):
-        for index, cfg in enumerate(configs):
-            if wait_for_quiet_s:
-                note = _wait_for_quiet(wait_for_quiet_s, cfg.label, on_wait)
-                notes += [note] if note else []
-            run = runner.launch(cfg)  # looked up at call time: tests replace ortnb.runner.launch
-            if on_run:
-                on_run(run)
-            run.wait(timeout)
-            summaries[index].append(run.summary())
+    run, recorded = None, True  # recorded: the last run's summary is in ``summaries``
+    try:
+        for _ in range(repeats):
+            for index, cfg in enumerate(configs):
+                if wait_for_quiet_s:
+                    note = _wait_for_quiet(wait_for_quiet_s, cfg.label, on_wait)
+                    notes += [note] if note else []
+                run, recorded = runner.launch(cfg), False  # looked up at call time: tests replace runner.launch
+                if on_run:
+                    on_run(run)
+                run.wait(timeout)
+                if not run.done:  # out of time (or stalled): a comparison leaves no run training behind it
+                    run.stop()
+                summaries[index].append(run.summary())
+                recorded = True
+    except KeyboardInterrupt as interrupt:
+        if run is not None and not run.done:  # interrupted before wait() began, or in on_run
+            from . import interrupts
+
+            with interrupts.deferred():
+                run.stop()
+        if run is not None and not recorded:
+            summaries[[c.label for c in configs].index(run.config.label)].append(run.summary())
+        done = sum(len(group) for group in summaries)
+        for cfg, group in zip(configs, summaries):
+            if not group:
+                group.append({"label": cfg.label, "status": "not run"})
+        partial = table(summaries, baseline)
+        partial.attrs["notes"] = notes
+        raise Interrupted(partial, done, len(configs) * repeats, interrupt) from interrupt
     found = table(summaries, baseline)
     found.attrs["notes"] = notes
     return found
@@ -124,6 +145,19 @@ def _wait_for_quiet(timeout_s: float, label: str, on_wait: Callable[[str], None]
                     f"machine before {label}")
 
     return contention.wait_for_quiet(timeout_s, on_wait=waiting).text(f"before {label}")
+
+
+class Interrupted(KeyboardInterrupt):
+    """compare() was interrupted (Ctrl-C, or SIGTERM/SIGHUP in ``ortnb compare``). The run in progress was
+    stopped the way stop() does; ``table`` holds every run so far (a configuration never started reads status
+    "not run"), ``runs_done`` of ``runs_planned`` ended, and ``signum`` is the signal."""
+
+    def __init__(self, partial, runs_done: int, runs_planned: int, interrupt: BaseException):
+        from .interrupts import signum_of
+
+        super().__init__(f"compare() was interrupted after {runs_done} of {runs_planned} runs")
+        self.table, self.runs_done, self.runs_planned = partial, runs_done, runs_planned
+        self.signum = signum_of(interrupt)
 
 
 def table(summaries: list[list[dict]], baseline: int = 0):

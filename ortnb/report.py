@@ -70,14 +70,17 @@ def machine() -> dict:
             "bf16_cpu_native": caps.bf16_cpu_native}
 
 
-def results(table, configs: list[RunConfig], command: str, runs: list[list[dict]] | None = None) -> dict:
-    """Everything needed to read and reproduce a comparison, as plain data."""
+def results(table, configs: list[RunConfig], command: str, runs: list[list[dict]] | None = None,
+            incomplete: str | None = None) -> dict:
+    """Everything needed to read and reproduce a comparison, as plain data. ``incomplete``: why not every run
+    was measured (an interrupted compare), else None."""
     from .comparison import describe_best, describe_quality
 
     return {"command": command, "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "method": METHOD,
             "machine": machine(), "versions": versions(), "configs": [c.to_dict() for c in configs],
             "table": json.loads(table.to_json(orient="records")), "best": describe_best(table),
-            "quality": describe_quality(table), "notes": list(table.attrs.get("notes") or []), "runs": runs or []}
+            "quality": describe_quality(table), "notes": list(table.attrs.get("notes") or []), "runs": runs or [],
+            "incomplete": incomplete}
 
 
 def strict_json(value):
@@ -93,13 +96,14 @@ def strict_json(value):
 
 
 def write(table, configs: list[RunConfig], out_dir: str | Path, command: str,
-          runs: list[list[dict]] | None = None) -> tuple[Path, Path]:
-    """Write results.json and a self-contained report.html (plotly inlined: opens offline)."""
+          runs: list[list[dict]] | None = None, incomplete: str | None = None) -> tuple[Path, Path]:
+    """Write results.json and a self-contained report.html (plotly inlined: opens offline); ``incomplete`` says
+    in both why not every run was measured."""
     from .charts import comparison_figure
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    data = results(table, configs, command, runs)
+    data = results(table, configs, command, runs, incomplete)
     json_path = out / "results.json"
     json_path.write_text(json.dumps(strict_json(data), indent=2, allow_nan=False))
     figure = comparison_figure(table).to_html(full_html=False, include_plotlyjs=True,
@@ -110,6 +114,7 @@ def write(table, configs: list[RunConfig], out_dir: str | Path, command: str,
     page = (f"<!doctype html><html><head><meta charset='utf-8'><meta name='viewport' content='width=device-width'>"
             f"<title>ortnb comparison</title><style>{REPORT_STYLE}</style></head><body><h1>ortnb comparison</h1>"
             f"<p><code>{html.escape(command)}</code> &mdash; {html.escape(data['date'])}</p>"
+            f"{'<p><b>Incomplete</b>: ' + html.escape(incomplete) + '.</p>' if incomplete else ''}"
             f"<p><b>{html.escape(data['best'])}</b></p>"
             f"{'<p><b>' + html.escape(data['quality']) + '</b></p>' if data['quality'] else ''}"
             f"{'<ul class=notes>' + notes + '</ul>' if notes else ''}{figure}{html_table(table)}"

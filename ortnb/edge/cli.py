@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 
 def cmd_export(options: argparse.Namespace) -> int:
@@ -31,6 +30,7 @@ def cmd_train(options: argparse.Namespace) -> int:
     from ..cli import format_step
     from ..errors import ConfigError
     from ..metrics import steps
+    from ..terminal import follow
     from .run import train
 
     try:
@@ -43,18 +43,16 @@ def cmd_train(options: argparse.Namespace) -> int:
         return 2
     print(f"ortnb edge train: {run.run_dir}")
     printed = 0
-    try:
-        while not run.done:
-            new = steps(run.records())[printed:]
-            for record in new:
-                print(format_step(record), flush=True)
-            printed += len(new)
-            time.sleep(0.2)
-    except KeyboardInterrupt:
-        print("ortnb edge train: stopping (checkpointing first)...", flush=True)
-        run.stop()
-    for record in steps(run.records())[printed:]:
-        print(format_step(record), flush=True)
+
+    def print_new_steps():
+        nonlocal printed
+        new = steps(run.records())[printed:]
+        for record in new:
+            print(format_step(record), flush=True)
+        printed += len(new)
+
+    signalled = follow(run, "edge train", print_new_steps, interval=0.2)
+    print_new_steps()
     run.wait()
     for evaluation in run.evaluations:
         print(f"eval at step {evaluation['step']}: loss {evaluation['eval_loss']:.4f}, "
@@ -63,6 +61,8 @@ def cmd_train(options: argparse.Namespace) -> int:
           f"inference model {run.inference_model}")
     if run.status == "failed":
         print(run.error, file=sys.stderr)
+    if signalled is not None:
+        return signalled  # as a shell reports a command a signal ended: 128 + its number
     return 0 if run.status in ("completed", "stopped") else 1
 
 
@@ -79,8 +79,8 @@ def add_commands(commands) -> None:
     export.add_argument("--seq-len", type=int, default=128)
     export.add_argument("--opset", type=int, default=None, help="14 to 20 (default 15)")
     export.set_defaults(run=cmd_export)
-    train = sub.add_parser("train", help=cmd_train.__doc__, description=cmd_train.__doc__ + " Ctrl-C stops after "
-                           "the step in progress, with a checkpoint.")
+    train = sub.add_parser("train", help=cmd_train.__doc__, description=cmd_train.__doc__ + " Ctrl-C, SIGTERM "
+                           "and SIGHUP stop it after the step in progress, with a checkpoint.")
     train.add_argument("artifacts", help="the folder `ortnb edge export` wrote")
     train.add_argument("data", help="rows with a text (or input_ids) column and a label column")
     train.add_argument("--steps", type=int, required=True)

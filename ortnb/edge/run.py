@@ -59,6 +59,10 @@ def train(artifacts_dir, dataset, *, steps: int, batch_size: int = 16, learning_
     ``dataset``/``eval_dataset``: a .jsonl/.json/.csv path, a list of dicts, a dict of columns or a DataFrame,
     with a text (or input_ids) column and a label column. ``resume_from``: an earlier edge run (or its folder,
     or a checkpoint file); ``steps`` then counts from the start of the first run. ``wait=False`` returns at once.
+
+    Interrupted while it waits (Ctrl-C: KeyboardInterrupt), it stops the run after the step in progress, with
+    a checkpoint, and raises the KeyboardInterrupt again (see Run.wait); ``ortnb.attach(folder)``, with the
+    folder it prints, reads the stopped run, and ``resume_from=`` that run trains on.
     """
     resume = getattr(resume_from, "run_dir", resume_from)
     cfg = EdgeConfig(artifacts_dir=str(artifacts_dir), dataset="", steps=steps, batch_size=batch_size,

@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     status_file.reserve(run_dir)
     heartbeat = liveness.start_heartbeat(run_dir)
     signalled: list[int] = []
-    for signum in (signal.SIGTERM, signal.SIGINT):  # end after the step in progress, with a checkpoint
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):  # end after the step in progress, with a checkpoint
         signal.signal(signum, lambda number, _frame: signalled.append(number))
     writer = MetricsWriter(run_dir / METRICS)
     try:

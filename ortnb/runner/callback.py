@@ -49,14 +49,17 @@ def folder_gone(run_dir: Path, writes_metrics: bool) -> bool:
 
 
 class RunCallback(TrainerCallback):
-    def __init__(self, run_dir: Path, writer, *, samples_per_step: int, token_flops, peak_flops: float | None):
+    def __init__(self, run_dir: Path, writer, *, samples_per_step: int, token_flops, peak_flops: float | None,
+                 supervisor=None):
         self.run_dir = Path(run_dir)
+        self.supervisor = supervisor  # orphan.SupervisorWatch: its death stops the run like a stop request
         self.writer = writer  # None on ranks other than 0
         self.samples_per_step = samples_per_step
         self.token_flops = token_flops  # flops.TokenFlops: model FLOPs of the tokens a step computed
         self.peak_flops = peak_flops
         self.trainer = None
         self.stopped = False
+        self.stop_reason: str | None = None  # why the run stopped when nobody asked (its supervisor died)
         self._last = None
         self._pending: dict = {}
         self.max_mfu = 0.0  # above 1: the peak was measured too low (the worker measures it again)
@@ -70,12 +73,13 @@ class RunCallback(TrainerCallback):
         step_time, self._last = now - self._last, now
         gpu = torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else 0.0
         stop_requested = float((self.run_dir / layout.STOP).exists())
+        orphaned = float(self.supervisor is not None and self.supervisor.gone.is_set())
         gone = float(folder_gone(self.run_dir, self.writer is not None))
         padded, real, longest = self.trainer.batch_tokens.take() if self.trainer is not None else (0, 0, 0)
         own = contention.own_seconds()
         own_delta, self._own = own - self._own, own
         ranks = _gather([peak_rss_mb(), optimizer_state_bytes(optimizer) / 2**20, gpu, stop_requested, gone,
-                         padded, real, self.token_flops(padded, longest), longest, own_delta])
+                         padded, real, self.token_flops(padded, longest), longest, own_delta, orphaned])
         if any(r[4] for r in ranks):  # every rank sees it and stops: carrying on would recreate the folder
             raise RunFolderDeleted(f"The run folder {self.run_dir} was deleted while the run trained (seen after "
                                    f"step {state.global_step}); training stopped without writing anything. "
@@ -96,7 +100,9 @@ class RunCallback(TrainerCallback):
             self.max_mfu = max(self.max_mfu, self._pending["mfu"])
         if state.global_step == 1 and self.writer and self.trainer is not None:
             self.writer.event("engine", **self.trainer.engine_report())
-        if any(r[3] for r in ranks):  # all ranks see the same gathered flags, so they stop together
+        if any(r[10] for r in ranks) and not any(r[3] for r in ranks):
+            self.stop_reason = getattr(self.supervisor, "reason", None) or "the supervisor of the ranks ended"
+        if any(r[3] or r[10] for r in ranks):  # all ranks see the same gathered flags, so they stop together
             self.stopped = True
             control.should_training_stop = True
             control.should_save = True

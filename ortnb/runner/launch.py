@@ -176,9 +176,28 @@ class Run:
 
     # -- control ----------------------------------------------------------------------------
 
+    @property
+    def launched_here(self) -> bool:
+        """Whether this process launched the run (``launch``, ``edge.train``), as opposed to ``attach``."""
+        return self._process is not None
+
     def wait(self, timeout: float | None = None, interval: float = 0.5) -> str:
         """Block until the run ends and its processes have exited (or ``timeout`` seconds pass); returns
-        the status. Works the same for a run from attach(): it polls the run folder."""
+        the status. Works the same for a run from attach(): it polls the run folder.
+
+        Interrupted while it blocks (Ctrl-C, or SIGTERM/SIGHUP in an ``ortnb`` command: a KeyboardInterrupt),
+        it stops a run this process launched the way stop() does, after the step in progress and with a
+        checkpoint, and then raises the KeyboardInterrupt again: nothing is left training unwatched, and
+        ``ortnb.attach(run_dir)`` reads the stopped run. A run from attach() was started elsewhere and is
+        left as it is."""
+        try:
+            return self._wait(timeout, interval)
+        except KeyboardInterrupt:
+            if self.launched_here:
+                self._stop_on_interrupt()
+            raise
+
+    def _wait(self, timeout: float | None, interval: float = 0.5) -> str:
         deadline = None if timeout is None else time.monotonic() + timeout
         ended = None
         while True:
@@ -192,6 +211,18 @@ class Run:
             time.sleep(interval if remaining is None else min(interval, remaining))
         return self.status
 
+    def _stop_on_interrupt(self) -> None:
+        from .. import interrupts
+
+        if self.done:
+            return
+        interrupts.say(f"ortnb: interrupted; stopping {self.config.label} after the step in progress, with a "
+                       "checkpoint...", sys.stderr)
+        with interrupts.deferred(lambda signum: interrupts.say(
+                f"ortnb: {interrupts.name(signum)} while the run stops; the stop goes on", sys.stderr)):
+            status = self.stop()
+        interrupts.say(f"ortnb: the run is {status}; ortnb.attach({str(self.run_dir)!r}) reads it", sys.stderr)
+
     def stop(self, timeout: float = 30.0) -> str:
         """Ask the ranks to checkpoint and stop after their current step. If the run has not ended after
         ``timeout`` s (a step longer than that), end it by force: SIGTERM, then SIGKILL after 10 s. The
@@ -199,7 +230,7 @@ class Run:
         if self.done or not self.run_dir.exists():
             return self.status
         control.request_stop(self.run_dir, timeout)
-        if self.wait(timeout) in metrics.FINAL_EVENTS:
+        if self._wait(timeout) in metrics.FINAL_EVENTS:
             return self.status
         self._force()
         return self.status

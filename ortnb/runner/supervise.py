@@ -13,12 +13,16 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from ..config import RunConfig
 from ..metrics import final_event, steps
 from . import control, layout, liveness, status_file
 from .stream import append_event
+
+GRACE_S = 30.0  # a supervisor told to end lets the ranks finish their step and checkpoint, as stop() does
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
 def worker_command(cfg: RunConfig, run_dir: Path, launcher_args: list[str] | None = None) -> list[str]:
@@ -86,20 +90,40 @@ def supervise(run_dir: Path, launcher_args: list[str] | None = None) -> int:
     started: list[subprocess.Popen] = []
     terminated: list[int] = []
 
-    def forward(signum, _frame):  # stop() escalates with SIGTERM: take the ranks down with us
-        terminated.append(signum)
+    def terminate_ranks():
         for ranks in started:
-            control.signal_group(ranks.pid, signum)
+            control.signal_group(ranks.pid, signal.SIGTERM)
+            control.signal_group(ranks.pid, signal.SIGCONT)  # a SIGSTOPped rank acts on SIGTERM once continued
 
-    signal.signal(signal.SIGTERM, forward)  # before the ranks start, so that no SIGTERM can orphan them
+    # Told to end without a stop request (kill, a shutdown): stop as stop() does, after the step in progress
+    # with a checkpoint, and terminate the ranks only if that takes longer than GRACE_S. stop() escalates with
+    # SIGTERM after its own wait, with its stop request already written: then the ranks go at once.
+    grace = threading.Timer(GRACE_S, terminate_ranks)
+    grace.daemon = True
+
+    def on_signal(signum, _frame):
+        terminated.append(signum)
+        if control.stop_requested(run_dir) or grace.is_alive():
+            terminate_ranks()
+            return
+        try:
+            control.request_stop(run_dir, GRACE_S)
+        except OSError:  # the folder is gone or the disk is full: no graceful stop to ask for
+            terminate_ranks()
+            return
+        grace.start()
+
+    for signum in ENDING_SIGNALS:  # before the ranks start, so that no signal can orphan them
+        signal.signal(signum, on_signal)
     with open(run_dir / layout.LOG, "ab") as log:
         ranks = subprocess.Popen(worker_command(cfg, run_dir, launcher_args), env=worker_environment(cfg),
                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     started.append(ranks)
     liveness.record_process(run_dir, "ranks", ranks.pid)
-    if terminated:  # SIGTERM came while they were being started
-        control.signal_group(ranks.pid, signal.SIGTERM)
+    if terminated and not grace.is_alive():  # a signal came while they were being started
+        terminate_ranks()
     returncode = ranks.wait()
+    grace.cancel()
     status = finish(run_dir, returncode, terminated=bool(terminated))
     heartbeat.set()
     return 0 if status != "failed" else 1

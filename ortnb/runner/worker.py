@@ -16,7 +16,7 @@ from pathlib import Path
 from .. import evaluation
 from ..config import DEFAULT_STEPS, RunConfig
 from ..errors import ConfigError
-from . import layout, liveness, status_file
+from . import layout, liveness, orphan, status_file
 from .evaluation import ClassificationMetrics, EvalCallback
 from .stream import MetricsWriter
 
@@ -53,9 +53,9 @@ def _no_cuda() -> bool:
     return not torch.cuda.is_available()
 
 
-def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = None) -> str:
+def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = None, supervisor=None) -> str:
     """Train; returns "completed" or "stopped". Raises on failure. ``writer`` is None on the ranks that
-    do not write this folder's metrics."""
+    do not write this folder's metrics; ``supervisor`` (an orphan.SupervisorWatch) stops the run if it dies."""
     import torch
 
     from .. import assets, data, flops
@@ -84,7 +84,7 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
     interval = evaluation.eval_interval(max_steps, cfg.eval_every) if held_out is not None else None
     peak = _run_peak(run_dir)
     callback = RunCallback(run_dir, writer, samples_per_step=cfg.batch_size * world,
-                           token_flops=flops.TokenFlops(model), peak_flops=peak)
+                           token_flops=flops.TokenFlops(model), peak_flops=peak, supervisor=supervisor)
     callbacks, scores = [callback], None
     if held_out is not None:
         scores = (ClassificationMetrics(list(labels.names) if labels and labels.names else None, prepared.eval_texts)
@@ -126,6 +126,8 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
     if writer:
         writer.event("engine", **trainer.engine_report())
         final = {"forced": False} if outcome == "stopped" else {}
+        if callback.stop_reason:
+            final["reason"] = callback.stop_reason
         if held_out is not None and evaluator.early_stopped:
             final["early_stopped"] = True
         if held_out is not None and cfg.target is not None:
@@ -265,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         if writer is not None:
             liveness.record_process(run_dir, "writer", os.getpid())
             liveness.start_heartbeat(run_dir)
-        run(run_dir, rank, world, writer, fault)
+        run(run_dir, rank, world, writer, fault, orphan.SupervisorWatch(run_dir).start())
         leave_process_group()
         return 0
     except BaseException as error:  # noqa: BLE001 - every failure must reach the notebook, even KeyboardInterrupt

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from .. import interrupts
 from ..config import RunConfig
 from ..errors import ConfigError
 from . import cache, result, space
@@ -224,12 +225,14 @@ def _search(candidates, base, grid, budget: Budget, entry: tuple, resumed: int, 
     except Interrupted:
         ended, interrupted = "stopped", True
     except BaseException:  # KeyboardInterrupt, or an error in on_progress: keep what was measured, then raise
-        search.mark_unreached(interrupted=True)
-        cache.write(path, snapshot(False, True, "interrupted").to_dict(), key)
+        with interrupts.deferred():  # one more Ctrl-C or SIGTERM must not lose the measurements
+            search.mark_unreached(interrupted=True)
+            cache.write(path, snapshot(False, True, "interrupted").to_dict(), key)
         raise
     finally:
         if not keep:
-            shutil.rmtree(runs_dir, ignore_errors=True)
+            with interrupts.deferred():
+                shutil.rmtree(runs_dir, ignore_errors=True)
     search.mark_unreached(interrupted)
     complete = not interrupted and all(c.settled() for c in search.runnable)
     found = snapshot(complete, interrupted, ended)

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .. import metrics
+from .. import interrupts, metrics
 from ..config import RunConfig
 from .search import Interrupted, Limits
 from .space import WARMUP_STEPS, Candidate
@@ -41,12 +41,14 @@ def measurer(base: RunConfig, runs_dir: Path, keep: bool, stop: threading.Event 
             ended = follow(run, limits, stop, clock)
             found = record(run, rung, clock() - started, ended)
         except BaseException:
-            halt(run, STOP_S)
+            with interrupts.deferred():  # a further Ctrl-C or SIGTERM must not cut the stop short
+                halt(run, STOP_S)
             raise
         finally:
             if not keep:
-                end_processes(run)
-                shutil.rmtree(run.run_dir, ignore_errors=True)
+                with interrupts.deferred():
+                    end_processes(run)
+                    shutil.rmtree(run.run_dir, ignore_errors=True)
         return found
 
     return measure
