@@ -83,6 +83,8 @@ class RunConfig:
     """Also log to these trackers, as Trainer's report_to: tensorboard, mlflow, wandb (where installed); None: none."""
     threads: int | None = None
     """CPU threads per process; None lets ortnb divide the cores among the processes."""
+    stall_timeout_s: float | None = None
+    """Seconds without a new step after which a running run reads "stalled" (a frozen or deadlocked rank). None: 10 median step times, at least 60 s."""
     output_dir: str = "runs"
     """Where run directories are created (each run gets a new one; nothing is overwritten)."""
     name: str | None = None

@@ -14,9 +14,14 @@ from . import interrupts
 def follow(run, command: str, show: Callable[[], None], interval: float = 0.5) -> int | None:
     """Call ``show()`` every ``interval`` s until the run is done. Returns None when it ended by itself, else
     the exit code of the signal that stopped it (128 + its number)."""
+    told = False  # the stall was said: say it once, and again only if the run advances and stalls anew
     try:
         while not run.done:
             show()
+            found = run.stall
+            if found is not None and not told:
+                interrupts.say(f"ortnb {command}: {found.text()} Ctrl-C stops it.", sys.stderr)
+            told = found is not None
             time.sleep(interval)
         return None
     except KeyboardInterrupt as interrupt:

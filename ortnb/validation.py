@@ -7,6 +7,7 @@ value of the closed fields, which is what the widgets grey out.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -130,6 +131,10 @@ def _check_numbers(cfg, caps, problems):
     _check_evaluation_numbers(cfg, problems)
     need(cfg.threads is None or (_is_int(cfg.threads) and cfg.threads >= 1), "threads",
          f"must be None or >= 1, got {cfg.threads!r}.")
+    stall = cfg.stall_timeout_s
+    need(stall is None or (isinstance(stall, (int, float)) and not isinstance(stall, bool) and math.isfinite(stall)
+                           and stall > 0), "stall_timeout_s",
+         f"must be None (10 median step times, at least 60 s) or a number of seconds > 0, got {stall!r}.")
 
 
 def _check_evaluation_numbers(cfg, problems):

@@ -23,7 +23,7 @@ from .test_runner import alive_workers, assert_no_workers_within, tiny
 
 
 def step(n: int) -> dict:
-    return {"kind": "step", "step": n, "wall_time": 1.0, "step_time": 0.1, "samples_per_s": 80.0,
+    return {"kind": "step", "step": n, "wall_time": time.time(), "step_time": 0.1, "samples_per_s": 80.0,
             "tokens_per_s": 2560.0, "loss": 0.5}
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from .. import metrics
 from ..config import RunConfig
 from ..validation import check
-from . import control, layout, liveness, status_file
+from . import control, layout, liveness, stall, status_file
 from .stream import append_event
 
 
@@ -62,8 +62,16 @@ class Run:
 
     @property
     def status(self) -> str:
-        """starting, running, completed, stopped or failed."""
+        """starting, running, stalled (no new step for longer than its bound: see stall.py), completed,
+        stopped or failed."""
         return self._state()[0]
+
+    @property
+    def stall(self):
+        """A stall.Stall (how long no step came, the bound, the last step, a stopped rank) while the run is
+        stalled, else None; ``stall.text()`` says it in words."""
+        status, found = self._state()
+        return found if status == "stalled" else None
 
     @property
     def done(self) -> bool:
@@ -151,11 +159,21 @@ class Run:
                 return stored["status"], _error_text(stored)
             life = liveness.check(self.run_dir, self._known_processes())
             if life.alive:
-                return ("running" if metrics.events(self.records(), "started") else "starting"), None
+                if not metrics.events(self.records(), "started"):
+                    return "starting", None
+                found = self._stalled()
+                return ("stalled", found) if found else ("running", None)
             final = metrics.final_event(self.records())  # it may have landed while we looked
             if final is None:
                 return "failed", self._why_it_ended(life.reason)
         return final["event"], _error_text(final)
+
+    def _stalled(self):
+        records = self.records()
+        found = stall.stalled(records, time.time(), getattr(self.config, "stall_timeout_s", None))
+        if found is None:
+            return None
+        return stall.Stall(found.idle_s, found.bound_s, found.last_step, liveness.frozen_ranks(self._known_processes()))
 
     def _why_it_ended(self, reason: str | None) -> str:
         if not (self.run_dir / layout.CONFIG).exists():
@@ -183,7 +201,9 @@ class Run:
 
     def wait(self, timeout: float | None = None, interval: float = 0.5) -> str:
         """Block until the run ends and its processes have exited (or ``timeout`` seconds pass); returns
-        the status. Works the same for a run from attach(): it polls the run folder.
+        the status. Works the same for a run from attach(): it polls the run folder. It also returns when the
+        run stalls (``"stalled"``: no new step for longer than its bound, see ``run.stall``), which it may
+        never recover from by itself: ``run.stop()`` ends it.
 
         Interrupted while it blocks (Ctrl-C, or SIGTERM/SIGHUP in an ``ortnb`` command: a KeyboardInterrupt),
         it stops a run this process launched the way stop() does, after the step in progress and with a
@@ -197,11 +217,14 @@ class Run:
                 self._stop_on_interrupt()
             raise
 
-    def _wait(self, timeout: float | None, interval: float = 0.5) -> str:
+    def _wait(self, timeout: float | None, interval: float = 0.5, through_stall: bool = False) -> str:
         deadline = None if timeout is None else time.monotonic() + timeout
         ended = None
         while True:
-            if self.done:
+            status = self.status
+            if status == "stalled" and not through_stall:
+                break  # it may never end by itself: the caller decides (stop() ends it)
+            if status in metrics.FINAL_EVENTS:
                 ended = ended or time.monotonic()
                 if not self._any_process_alive() or time.monotonic() - ended > SETTLE_S:
                     break
@@ -230,7 +253,7 @@ class Run:
         if self.done or not self.run_dir.exists():
             return self.status
         control.request_stop(self.run_dir, timeout)
-        if self._wait(timeout) in metrics.FINAL_EVENTS:
+        if self._wait(timeout, through_stall=True) in metrics.FINAL_EVENTS:
             return self.status
         self._force()
         return self.status

@@ -140,3 +140,28 @@ def explain(processes: dict[str, dict], states: dict[str, bool | None], age: flo
         parts.append("the ranks were never started")
     return (f"{'; '.join(parts)}; {heartbeat}. Nothing runs this run any more (killed, out of memory, or the "
             "machine restarted): see run.log in the run folder, and launch the run again.")
+
+
+def frozen_ranks(processes: dict[str, dict]) -> tuple[str, ...]:
+    """The run's processes on this host that are stopped (SIGSTOP, a debugger), as "rank 1 (pid 4242) is
+    stopped": the ranks' process and its children (torchrun's workers name their RANK in their environment)."""
+    import psutil
+
+    entry = processes.get("ranks")
+    if not entry or process_alive(entry) is not True:
+        return ()
+    found = []
+    try:
+        top = psutil.Process(entry["pid"])
+        children = top.children(recursive=True)
+        for process in [top, *children]:
+            try:
+                if process.status() not in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
+                    continue
+                who = "torchrun" if process is top and children else f"rank {process.environ().get('RANK', '0')}"
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+            found.append(f"{who} (pid {process.pid}) is stopped")
+    except (psutil.NoSuchProcess, psutil.AccessDenied, KeyError, TypeError):
+        return ()
+    return tuple(found)

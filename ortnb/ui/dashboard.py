@@ -237,7 +237,8 @@ class Dashboard(FindFastest):
                 status = run.status
                 done = status in FINAL
                 self.state.observe(run_id, status=status, records=list(run.records()), now=self.clock(),
-                                   error=run.error if status == "failed" else None,
+                                   error=run.error if status == "failed" else
+                                   _stall_text(run) if status == "stalled" else None,
                                    summary=_final_summary(run, status) if done else None)
                 ended |= done
         return ended
@@ -383,6 +384,11 @@ class Dashboard(FindFastest):
     def __repr__(self) -> str:
         return f"Dashboard(runs={len(self.state.runs)}, status={present.status_text(self.state.latest)!r})"
 
+
+
+def _stall_text(run) -> str | None:
+    found = run.stall
+    return found.text() if found is not None else None
 
 
 def _final_summary(run: Run, status: str) -> dict:

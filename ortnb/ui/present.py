@@ -15,7 +15,7 @@ from ..evaluation import METRIC_NAMES
 from .form import humanize
 from .state import DashboardState, RunEntry
 LEVEL_COLOURS = {"info": "#1a1a1a", "warning": "#8a5a00", "error": "#b00020"}
-STATUS_COLOURS = {"failed": "#b00020", "stopped": "#8a5a00", "completed": "#00703c"}
+STATUS_COLOURS = {"failed": "#b00020", "stopped": "#8a5a00", "stalled": "#8a5a00", "completed": "#00703c"}
 
 
 def format_duration(seconds: float | None) -> str:
@@ -110,7 +110,7 @@ def status_text(entry: RunEntry | None) -> str:
     forced = next((r for r in reversed(entry.records) if r.get("event") == "stopped" and r.get("forced")), None)
     if forced:
         text += " - forced: " + str(forced.get("reason", "the ranks were terminated"))
-    if entry.status == "failed" and entry.error:
+    if entry.status in ("failed", "stalled") and entry.error:  # a stall's error is what it says of the stall
         text += f" - {entry.error.splitlines()[0]}"
     return text
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ..charts import PALETTE
 from ..config import RunConfig
 
-ACTIVE = ("starting", "running")
+ACTIVE = ("starting", "running", "stalled")  # a stalled run still holds its processes: Stop ends it
 FINAL = ("completed", "stopped", "failed")
 
 

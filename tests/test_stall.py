@@ -1,0 +1,81 @@
+"""A run whose steps stop advancing reads "stalled" (ortnb/runner/stall.py): the bound on exact values, and a
+real run whose worker is frozen with SIGSTOP."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+
+import ortnb
+from ortnb.runner import layout, stall
+from ortnb.runner.launch import wait_for
+
+
+def step(n, at, step_time=0.5):
+    return {"kind": "step", "step": n, "wall_time": at, "step_time": step_time}
+
+
+def started(max_steps=100):
+    return {"kind": "event", "event": "started", "time": 0.0, "max_steps": max_steps}
+
+
+def test_the_bound_is_ten_median_step_times_at_least_sixty_seconds_or_the_configured_one():
+    quick = [started(), *(step(n, 10.0 + n) for n in range(1, 6))]
+    assert stall.bound(quick) == 60.0  # 10 x 0.5 s is under the floor
+    slow = [started(), *(step(n, 10.0 + 9 * n, step_time=9.0) for n in range(1, 6))]
+    assert stall.bound(slow) == 90.0
+    assert stall.bound(quick, configured=5) == 5.0
+
+
+def test_a_pause_the_run_made_before_raises_the_bound_to_twice_it():
+    records = [started(), step(1, 10.0), step(2, 11.0), {"kind": "event", "event": "eval", "time": 51.0},
+               step(3, 52.0)]
+    assert stall.bound(records) == 80.0  # the 40 s evaluation, twice
+
+
+def test_stalled_only_between_the_first_and_the_last_step_and_before_a_final_event():
+    records = [started(10), step(1, 10.0), step(2, 11.0)]
+    assert stall.stalled(records, now=70.0) is None  # 59 s: within the bound
+    found = stall.stalled(records, now=80.0, frozen=("rank 1 (pid 42) is stopped",))
+    assert found == stall.Stall(69.0, 60.0, 2, ("rank 1 (pid 42) is stopped",))
+    assert found.text().startswith("stalled: no new step for 69 s after step 2 (the bound is 60 s); rank 1 (pid "
+                                   "42) is stopped. A rank is frozen")
+    assert stall.stalled([started(10)], now=1000.0) is None  # before the first step: export, graph build
+    assert stall.stalled([started(2), step(1, 10.0), step(2, 11.0)], now=1000.0) is None  # saving the model
+    assert stall.stalled([*records, {"kind": "event", "event": "completed", "time": 12.0}], now=1000.0) is None
+
+
+def test_stall_timeout_s_is_checked_before_any_run():
+    problems = [p.message for p in ortnb.validate(ortnb.RunConfig(model="tiny-bert", stall_timeout_s=0))
+                if p.field == "stall_timeout_s"]
+    assert problems == ["must be None (10 median step times, at least 60 s) or a number of seconds > 0, got 0."]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_frozen_worker_reads_stalled_wait_returns_and_stop_ends_it(tmp_path, monkeypatch):
+    from .test_runner import tiny
+    from .test_signals import assert_none_left
+
+    monkeypatch.setenv("ORTNB_FAULT", "slow:0.2")
+    run = ortnb.launch(tiny(tmp_path, backend="eager", max_steps=500, stall_timeout_s=4))
+    assert wait_for(lambda: len(run.metrics) >= 3, 240), run.error
+    ranks = json.loads(layout.process_file(run.run_dir, "ranks").read_text())["pid"]
+    os.kill(ranks, signal.SIGSTOP)
+    try:
+        assert run.wait(60) == "stalled"
+        found = run.stall
+        assert found.bound_s == 4.0 and found.idle_s > 4.0 and found.last_step >= 3
+        assert found.frozen == (f"rank 0 (pid {ranks}) is stopped",), found
+        assert not run.done and run.alive
+        assert run.stop(timeout=5) == "stopped"  # a frozen rank cannot checkpoint: ended by force
+    finally:
+        try:
+            os.kill(ranks, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+    assert run.events[-1]["event"] == "stopped" and run.events[-1]["forced"] is True
+    assert_none_left(run.run_dir)
