@@ -462,3 +462,25 @@ def test_tune_judges_its_figures_as_compare_does_noise_and_contention_make_the_w
     slowed_runner_up = found_with([20.0] * 6, runner_up_cpu=[0.5] * 6)  # it might be the real winner
     assert slowed_runner_up.doubt == ("backend=eager measured while other processes used the CPU")
     assert not slowed_runner_up.conclusive and slowed_runner_up.to_dict()["conclusive"] is False
+
+
+def test_a_cache_entry_with_the_right_key_and_a_broken_body_is_measured_again_not_a_crash(tmp_path, capsys):
+    from ortnb.tuning import cache
+
+    key = {"model": "tiny-bert"}
+    good = {"format": result.FORMAT, "budget_s": 60.0, "elapsed_s": 30.0, "complete": True, "interrupted": False,
+            "ended": "every candidate was measured", "grid": {"backend": ["eager"]},
+            "candidates": [{"index": 0, "label": "eager", "axes": {"backend": "eager"}, "problems": [],
+                            "runs": [fake_record(1, [10.0] * 4, 8, 28.0, 10.0)], "unreached": None}]}
+    path = tmp_path / "entry.json"
+    cache.write(path, good, key)
+    assert cache.read(path, key)["candidates"][0]["label"] == "eager"
+    for broken, problem in [({k: v for k, v in good.items() if k != "candidates"},
+                             "candidates is missing or not a list"),
+                            ({**good, "candidates": [{"index": 0, "label": "eager"}]},
+                             "candidate 0 has no valid axes"),
+                            ({**good, "candidates": [{**good["candidates"][0], "runs": [{"status": "completed"}]}]},
+                             "candidate 0 has a run without its rung")]:
+        cache.write(path, broken, key)
+        assert cache.read(path, key) is None
+        assert f"the cache entry {path} is damaged ({problem}); measuring again" in capsys.readouterr().err

@@ -76,8 +76,37 @@ def read(path: Path, key_data: dict) -> dict | None:
         return None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         return None
-    return data if json.dumps(data.get("key"), sort_keys=True, default=str) == \
-        json.dumps(key_data, sort_keys=True, default=str) else None
+    if json.dumps(data.get("key"), sort_keys=True, default=str) != json.dumps(key_data, sort_keys=True, default=str):
+        return None
+    problem = damage(data)
+    if problem:  # the right key with a broken body: measure again instead of failing every later call
+        import sys
+
+        print(f"ortnb tune: the cache entry {path} is damaged ({problem}); measuring again", file=sys.stderr)
+        return None
+    return data
+
+
+ENTRY_FIELDS = {"budget_s": (int, float), "elapsed_s": (int, float), "complete": bool, "interrupted": bool,
+                "ended": str, "grid": dict, "candidates": list}
+CANDIDATE_FIELDS = {"index": int, "label": str, "axes": dict, "problems": list, "runs": list}
+
+
+def damage(data: dict) -> str | None:
+    """What is wrong with an entry's body (a missing or mistyped field), or None: what TuneResult.from_dict
+    and the resume read, checked before they read it."""
+    for name, kind in ENTRY_FIELDS.items():
+        if not isinstance(data.get(name), kind):
+            return f"{name} is missing or not a {getattr(kind, '__name__', 'number')}"
+    for position, candidate in enumerate(data["candidates"]):
+        if not isinstance(candidate, dict):
+            return f"candidate {position} is not an object"
+        for name, kind in CANDIDATE_FIELDS.items():
+            if not isinstance(candidate.get(name), kind):
+                return f"candidate {position} has no valid {name}"
+        if not all(isinstance(run, dict) and isinstance(run.get("rung"), int) for run in candidate["runs"]):
+            return f"candidate {position} has a run without its rung"
+    return None
 
 
 def write(path: Path, data: dict, key_data: dict) -> None:
