@@ -113,6 +113,9 @@ def export_artifacts(model_or_dir, out_dir, *, trainable="head", loss: str = "cr
         frozen_parameters=sum(counts[n] for n in frozen), opset=opset, fixes=applied, source=source,
         tokenizer=_save_tokenizer(tokenizer, out), versions=_versions())
     model.config.to_json_file(out / manifest.MODEL_CONFIG)
+    # Sizes and hashes of the finished files (after every fix rewrote them), checked before each edge run.
+    info.files = manifest.file_facts(out, [name for name in (*manifest.ARTIFACT_FILES, manifest.MODEL_CONFIG,
+                                                             info.tokenizer) if name])
     info.write(out)
     files = {name: (out / name).stat().st_size for name in (*manifest.ARTIFACT_FILES, manifest.FILE,
                                                            manifest.MODEL_CONFIG, info.tokenizer) if name}

@@ -38,6 +38,20 @@ def read_rows(dataset) -> list[dict]:
                       f"not {type(dataset).__name__}")
 
 
+def read_named(dataset, what: str = "dataset") -> tuple[list[dict], list[str] | None, str]:
+    """(rows, where each row is, name): a file's rows are named by their line ("rows.jsonl line 3") as
+    validate() names them for runs, so the same bad row reads the same in both; other rows by number."""
+    if isinstance(dataset, (str, Path)):
+        path = Path(dataset).expanduser()
+        try:
+            found = datafiles.read_records(path)
+        except ConfigError as error:  # datafiles says "dataset:"; an eval file's problem names eval_dataset
+            raise ConfigError([what + p[len("dataset"):] if p.startswith("dataset:") else p
+                               for p in error.problems]) from None
+        return [row for _, row in found], [where for where, _ in found], f"{what}: {path.name}"
+    return read_rows(dataset), None, what
+
+
 def _read_file(path: Path) -> list[dict]:
     # The reader runs and validate() use (utf-8-sig: an Excel CSV's byte-order mark is dropped; CSV values
     # typed as pandas would type them), so a file passes or fails the same way everywhere.
@@ -55,8 +69,11 @@ class Encoded:
         return len(self.ids)
 
 
-def encode(rows: list[dict], info: Manifest, tokenizer_path: Path | None, what: str = "dataset") -> Encoded:
-    """Check the columns against the graph's inputs, then tokenize (text) or take ids as given."""
+def encode(rows: list[dict], info: Manifest, tokenizer_path: Path | None, what: str = "dataset",
+           where: list[str] | None = None) -> Encoded:
+    """Check the columns against the graph's inputs, then tokenize (text) or take ids as given. ``where``:
+    what messages call each row (read_named's file lines); rows are numbered from 1 without it."""
+    where = where or [f"row {i + 1}" for i in range(len(rows))]
     if not rows:
         raise ConfigError(f"{what} is empty: it needs at least one row")
     columns = set(rows[0])
@@ -67,12 +84,11 @@ def encode(rows: list[dict], info: Manifest, tokenizer_path: Path | None, what: 
             f"{what} has columns {sorted(columns)}, which do not match the graph: its inputs are "
             f"{', '.join(info.inputs)} and {info.label_input}. Give a text column ({' or '.join(TEXT_COLUMNS)}) "
             f"or input_ids, and a label column ({' or '.join(LABEL_COLUMNS)})")
-    labels = _labels([row.get(label) for row in rows], info, what)
+    labels = _labels([row.get(label) for row in rows], info, what, where, label)
     if text is not None:
         # The text checks runs get (data_checks): a missing, null, number or list text, or all texts empty,
         # is refused by name, never trained on as str(None) or "".
-        problems = data_checks.text_problems(what, [(f"row {i + 1}", row.get(text)) for i, row in enumerate(rows)],
-                                             text)
+        problems = data_checks.text_problems(what, [(at, row.get(text)) for at, row in zip(where, rows)], text)
         if problems:
             raise ConfigError(problems)
         ids = _tokenize([row[text] for row in rows], info, tokenizer_path, what)
@@ -81,17 +97,21 @@ def encode(rows: list[dict], info: Manifest, tokenizer_path: Path | None, what: 
     return Encoded(ids, labels)
 
 
-def _labels(values: list, info: Manifest, what: str) -> np.ndarray:
+def _labels(values: list, info: Manifest, what: str, where: list[str], column: str = "label") -> np.ndarray:
     names = {str(name): int(index) for index, name in info.id2label.items()}
     out = []
-    for number, value in enumerate(values, 1):
+    for at, value in zip(where, values):
+        if column == data_checks.LABEL and (value is None or isinstance(value, (bool, float))):
+            # A missing, boolean or fractional label: the words validate() gives runs for the same row
+            # (they name the 'label' column, so the edge-only 'labels' column keeps the message below).
+            raise ConfigError(data_checks._label_value_problem(what, value, at))
         if isinstance(value, str) and value in names:
             value = names[value]
         elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < info.num_labels:
             known = ", ".join(names) if names else f"0 to {info.num_labels - 1}"
-            raise ConfigError(f"{what}: row {number} has label {value!r}; the model's labels are {known}")
+            raise ConfigError(f"{what} {at} has label {value!r}; the model's labels are {known}")
         out.append(int(value))
     return np.asarray(out, dtype=np.int64)
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..errors import ConfigError
 
 FILE = "ortnb-edge.json"
 TRAINING_MODEL, EVAL_MODEL, OPTIMIZER_MODEL, CHECKPOINT = ("training_model.onnx", "eval_model.onnx",
@@ -38,6 +41,10 @@ class Manifest:
     source: str = ""
     tokenizer: str | None = None
     versions: dict = field(default_factory=dict)
+    files: dict = field(default_factory=dict)
+    """{file name: {"bytes": size, "sha256": hex digest}} of every file the export wrote beside this one, so a
+    truncated file or one copied in from another export is named before ONNX Runtime reads it (empty for
+    artifacts exported before ortnb kept these: they are not checked)."""
 
     def write(self, folder: Path) -> Path:
         path = Path(folder) / FILE
@@ -49,6 +56,36 @@ class Manifest:
         data = json.loads((Path(folder) / FILE).read_text())
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def file_facts(folder: Path, names) -> dict:
+    """{name: {"bytes", "sha256"}} of the files ``names`` in ``folder``, for Manifest.files."""
+    return {name: {"bytes": (Path(folder) / name).stat().st_size, "sha256": _sha256(Path(folder) / name)}
+            for name in names}
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def damaged_files(folder: Path, info: "Manifest") -> list[str]:
+    """Why each file the manifest lists differs from what the export wrote (empty when all match)."""
+    found = []
+    for name, facts in info.files.items():
+        path = Path(folder) / name
+        if not path.is_file():
+            found.append(f"{path} is missing")
+        elif path.stat().st_size != facts.get("bytes"):  # the cheap check first: a cut-short copy
+            found.append(f"{path} is {path.stat().st_size:,} bytes, but the export wrote {facts.get('bytes'):,} "
+                         "(cut short or overwritten)")
+        elif _sha256(path) != facts.get("sha256"):
+            found.append(f"{path} is not the file the export wrote (its sha256 differs: changed since, or copied "
+                         "in from another export)")
+    return found
 
 
 def missing_files(folder: Path) -> list[str]:
@@ -69,4 +106,15 @@ def check_folder(folder) -> Path:
         raise FileNotFoundError(f"the artifacts folder {str(path)!r} is incomplete: {', '.join(missing)} "
                                 f"{'is' if len(missing) == 1 else 'are'} missing or empty (an export cut short, or "
                                 "files left behind when copying). Export again with ortnb.edge.export_artifacts")
+    try:
+        info = Manifest.read(path)
+    except (ValueError, TypeError, AttributeError) as error:  # not JSON, or not a manifest's fields
+        raise ConfigError(f"the artifacts folder {str(path)!r} has a damaged {FILE} ({error}); export again with "
+                          "ortnb.edge.export_artifacts") from None
+    damaged = damaged_files(path, info)
+    if damaged:
+        # Said here, by path: ONNX Runtime would otherwise fail inside C++ with a protobuf parse error, or
+        # train a graph that does not match the checkpoint's weights.
+        raise ConfigError([f"artifacts: {problem}; export the artifacts again with ortnb.edge.export_artifacts "
+                           "(or copy the whole folder again)" for problem in damaged])
     return path.resolve()

@@ -75,16 +75,19 @@ def train(artifacts_dir, dataset, *, steps: int, batch_size: int = 16, learning_
     cfg.name = cfg.name or f"ORT training API, {info.selection}"
     _resume_step(cfg)
     tokenizer = folder / info.tokenizer if info.tokenizer else None
-    rows = batches.read_rows(dataset)
-    batches.encode(rows, info, tokenizer, "dataset")  # columns, labels, tokenizer: all checked here
-    held_out = batches.read_rows(eval_dataset) if eval_dataset is not None else None
-    if held_out is not None:
-        batches.encode(held_out, info, tokenizer, "eval_dataset")
-    run_dir = layout.new_run_dir(cfg.output_dir, cfg.label)
+    rows, where, what = batches.read_named(dataset, "dataset")
+    batches.encode(rows, info, tokenizer, what, where)  # columns, labels, texts, tokenizer: all checked here
+    held_out = None
+    if eval_dataset is not None:
+        held_out, where, what = batches.read_named(eval_dataset, "eval_dataset")
+        batches.encode(held_out, info, tokenizer, what, where)
     cfg.artifacts_dir, cfg.output_dir = str(folder), str(Path(cfg.output_dir).expanduser().resolve())
     store = Path(cfg.output_dir) / DATA_FOLDER
-    cfg.dataset = _store(rows, store)
-    cfg.eval_dataset = _store(held_out, store) if held_out is not None else None
+    # Stored before the run folder exists: a stored copy edited since it was written refuses the run with
+    # no folder left behind (the worker reads only the stored file, so it would train on the edit).
+    cfg.dataset = _store(rows, store, "dataset")
+    cfg.eval_dataset = _store(held_out, store, "eval_dataset") if held_out is not None else None
+    run_dir = layout.new_run_dir(cfg.output_dir, cfg.label)
     cfg.to_json(run_dir / layout.CONFIG)
     run = EdgeRun(cfg, run_dir, _start(run_dir))
     if wait:
@@ -109,17 +112,30 @@ def _resume_step(cfg: EdgeConfig) -> int | None:
     return step
 
 
-def _store(rows: list[dict], folder: Path) -> str:
+def _store(rows: list[dict], folder: Path, what: str = "dataset") -> str:
     """The rows as JSON lines named by their content, beside the run folders: the worker reads only files, a
     run stays reproducible, and runs on the same rows name the same file (so they compare as one workload)."""
     text = "".join(json.dumps(row, default=_plain, sort_keys=True) + "\n" for row in rows)
     path = folder / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.jsonl"
+    if path.exists() and _edited(path, text):
+        # The name promises these rows; a copy edited by hand since would be trained on instead of them.
+        raise ConfigError(f"{what}: the stored copy of these rows, {path}, was edited after an edge run stored it "
+                          "(its content no longer matches its name), so the run would train on the edited rows; "
+                          "delete that file (train() stores the rows again), or pass the edited rows as the "
+                          f"{what} from a file of your own")
     if not path.exists():
         folder.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(f".{os.getpid()}.partial")
-        partial.write_text(text, encoding="utf-8")
+        partial.write_bytes(text.encode("utf-8"))  # bytes as _edited compares them (no newline translation)
         os.replace(partial, path)
     return str(path)
+
+
+def _edited(path: Path, text: str) -> bool:
+    try:
+        return path.read_bytes() != text.encode("utf-8")
+    except OSError:
+        return True
 
 
 def _plain(value):
