@@ -139,12 +139,15 @@ def test_every_bad_argument_is_named_at_once(tmp_path, no_launch):
 def test_a_grid_with_nothing_runnable_lists_the_reasons(tmp_path, no_launch):
     with pytest.raises(ConfigError) as caught:
         tune("tiny-bert", grid={"backend": ["ort", "eager"], "precision": ["fp16"]}, cache_dir=tmp_path)
+    # The advice follows this CPU: bf16 where it has bf16 units, no mixed precision where it has none.
+    instead = ("precision='bf16'" if ortnb.capabilities().bf16_cpu_native
+               else "precision='no' (this CPU has no bf16 units either)")
     assert caught.value.problems == [
         "grid: no candidate can run on this machine; 1 of 2 refused because precision: fp16 with backend='ort' needs "
         "the CUDA execution provider: ONNX Runtime's CPU provider has no fp16 MatMul kernel. Use backend='eager' for "
         "fp16, or precision='no'. Change grid= (or base=) to leave this out.",
         "grid: no candidate can run on this machine; 1 of 2 refused because precision: fp16 training needs a CUDA "
-        "GPU; on this CPU use precision='bf16'. Change grid= (or base=) to leave this out."]
+        f"GPU; on this CPU use {instead}. Change grid= (or base=) to leave this out."]
 
 
 def test_a_budget_too_small_for_one_candidate_names_the_minimum(tmp_path, no_launch):
