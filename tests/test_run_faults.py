@@ -53,6 +53,17 @@ def ended_process():
     process.wait()
 
 
+def stand_in(run_dir, seconds=60):
+    """A process standing in for one of the run's: like every run process it names the run folder."""
+    return subprocess.Popen([sys.executable, "-c", "import sys, time; time.sleep(float(sys.argv[1]))",
+                             str(seconds), str(run_dir)], start_new_session=True)
+
+
+def end(process):
+    process.kill()
+    process.wait()
+
+
 def record_ended(run_dir, role, process):
     liveness.record_process(run_dir, role, process.pid)
     process.kill()
@@ -78,15 +89,47 @@ def test_a_run_whose_processes_all_ended_reads_failed_with_what_happened(tmp_pat
 
 def test_a_run_with_a_live_process_reads_running_and_wait_blocks(tmp_path):
     run_dir = run_folder(tmp_path, event("started"), step(1), heartbeat_age=60)
-    liveness.record_process(run_dir, "ranks", os.getpid())  # this test process stands in for the ranks
-    run = ortnb.attach(run_dir)
-    assert run.status == "running" and run.alive and run.error is None
-    started = time.monotonic()
-    assert run.wait(1.0) == "running"
-    assert time.monotonic() - started >= 1.0  # it waited for the run instead of returning at once
-    with open(run_dir / layout.METRICS, "a") as handle:
-        handle.write(json.dumps(event("completed", step=1)) + "\n")
-    assert run.status == "completed"
+    ranks = stand_in(run_dir)
+    liveness.record_process(run_dir, "ranks", ranks.pid)
+    try:
+        run = ortnb.attach(run_dir)
+        assert run.status == "running" and run.alive and run.error is None
+        started = time.monotonic()
+        assert run.wait(1.0) == "running"
+        assert time.monotonic() - started >= 1.0  # it waited for the run instead of returning at once
+        with open(run_dir / layout.METRICS, "a") as handle:
+            handle.write(json.dumps(event("completed", step=1)) + "\n")
+        assert run.status == "completed"
+    finally:
+        end(ranks)
+
+
+def test_a_planted_pid_file_naming_another_program_is_neither_alive_nor_signalled(tmp_path):
+    run_dir = run_folder(tmp_path, event("started"), step(1), step(2))
+    other = subprocess.Popen(["sleep", "60"], start_new_session=True)  # someone else's program
+    try:
+        for role in ("supervisor", "ranks"):  # its real pid and create time, copied into the run folder
+            liveness.record_process(run_dir, role, other.pid)
+        run = ortnb.attach(run_dir)
+        assert run.status == "failed" and not run.alive
+        assert run.stop(timeout=0.5) == "failed"
+        other_run = ortnb.attach(run_folder(tmp_path / "copy", event("started")))
+        other_run._processes = liveness.read_processes(run_dir)  # even handed the entries, it checks them
+        other_run._force()
+        assert other.poll() is None, "another program received the run's signal"
+    finally:
+        end(other)
+
+
+def test_a_process_names_its_run_folder_through_a_symlink(tmp_path):
+    run_dir = run_folder(tmp_path, event("started"))
+    link = tmp_path / "link"
+    link.symlink_to(run_dir.parent)
+    assert liveness.names_folder(["python", "-m", "ortnb.runner.worker", str(run_dir)], link / run_dir.name)
+    assert liveness.names_folder(["python", str(link / run_dir.name)], run_dir)
+    assert not liveness.names_folder(["sleep", "60"], run_dir)
+    assert not liveness.names_folder([str(run_dir)], run_dir)  # the program itself is not an argument
+    assert not liveness.names_folder(["python", str(run_dir) + "-other"], run_dir)
 
 
 def test_a_reused_pid_does_not_count_as_the_run(tmp_path):
@@ -134,22 +177,24 @@ def test_attach_takes_a_relative_path_and_keeps_it_absolute(tmp_path, monkeypatc
         ortnb.attach(tmp_path)
 
 
-def test_a_deleted_run_folder_reads_failed_once_its_processes_ended(tmp_path, ended_process):
+def test_a_deleted_run_folder_reads_failed_once_its_processes_ended(tmp_path):
     run_dir = run_folder(tmp_path, event("started"), step(1))
-    liveness.record_process(run_dir, "supervisor", ended_process.pid)  # still running for now
-    run = ortnb.attach(run_dir)
-    assert run.status == "running"
-    shutil.rmtree(run_dir)
-    assert run.status == "running"  # its processes are remembered: it is failed only once they end
-    ended_process.kill()
-    ended_process.wait()
+    supervisor = stand_in(run_dir)
+    liveness.record_process(run_dir, "supervisor", supervisor.pid)  # still running for now
+    try:
+        run = ortnb.attach(run_dir)
+        assert run.status == "running"
+        shutil.rmtree(run_dir)
+        assert run.status == "running"  # its processes are remembered: it is failed only once they end
+    finally:
+        end(supervisor)
     assert run.status == "failed" and "the run folder was deleted while the run trained" in run.error
 
 
 def test_a_forced_stop_without_a_supervisor_ends_the_ranks_and_says_so(tmp_path, ended_process):
     run_dir = run_folder(tmp_path, event("started"), step(1), step(2))
     record_ended(run_dir, "supervisor", ended_process)
-    ranks = subprocess.Popen(["sleep", "60"], start_new_session=True)  # a step that never ends
+    ranks = stand_in(run_dir)  # a step that never ends
     liveness.record_process(run_dir, "ranks", ranks.pid)
     run = ortnb.attach(run_dir)
     assert run.status == "running"

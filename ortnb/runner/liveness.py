@@ -3,7 +3,9 @@ the one that launched the run.
 
 - ``pid-supervisor.json``, ``pid-ranks.json`` (torchrun, or the one worker) and ``pid-writer.json``
   (the rank that writes the metrics) name the processes that run it (pid, create time, host). On that
-  host a pid counts as alive only if its create time matches, because pids are reused.
+  host a pid counts as alive only if its create time matches, because pids are reused, and its command line
+  names the run folder the file was read from (every run process gets the folder as an argument), so a
+  copied or planted pid file never makes another program count as the run, or receive its signals.
 - ``heartbeat`` is touched every HEARTBEAT_S seconds by the supervisor and by the rank that writes the
   metrics. It is what a reader on another host (a shared folder) goes by, and what an error quotes.
 
@@ -72,17 +74,22 @@ def start_heartbeat(run_dir: Path, interval: float = HEARTBEAT_S) -> threading.E
 # -- reading ------------------------------------------------------------------------------------
 
 def read_processes(run_dir: Path) -> dict[str, dict]:
+    """The recorded processes, each with the folder it was read from as ``run_dir`` (where the file lies,
+    not what it says: process_alive checks the process against it)."""
     found = {}
     for role in ROLES:
         try:
-            found[role] = json.loads(layout.process_file(run_dir, role).read_text())
+            entry = json.loads(layout.process_file(run_dir, role).read_text())
         except (OSError, ValueError):
             continue
+        if isinstance(entry, dict):
+            found[role] = {**entry, "run_dir": str(run_dir)}
     return found
 
 
 def process_alive(entry: dict) -> bool | None:
-    """True/False for a process recorded on this host; None where this host cannot tell (another host)."""
+    """True/False for a process recorded on this host; None where this host cannot tell (another host).
+    An entry from read_processes counts only while its process is the run's (names its folder)."""
     import psutil
 
     if entry.get("host") != socket.gethostname():
@@ -90,9 +97,19 @@ def process_alive(entry: dict) -> bool | None:
     try:
         process = psutil.Process(entry["pid"])
         same = entry.get("create_time") is None or abs(process.create_time() - entry["create_time"]) < 1.0
-        return same and process.status() != psutil.STATUS_ZOMBIE
+        if not same or process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return "run_dir" not in entry or names_folder(process.cmdline(), entry["run_dir"])
     except (psutil.NoSuchProcess, psutil.AccessDenied, KeyError, TypeError):
         return False
+
+
+def names_folder(command_line: list[str], run_dir: str | Path) -> bool:
+    """Whether a command line has the run folder as an argument (pure but for resolving symlinks, so a
+    folder attached through a link still matches the absolute path the run was started with)."""
+    wanted = os.path.realpath(run_dir)
+    return any(arg == str(run_dir) or (os.sep in arg and os.path.realpath(arg) == wanted)
+               for arg in command_line[1:])
 
 
 def heartbeat_age(run_dir: Path, now: float | None = None) -> float | None:

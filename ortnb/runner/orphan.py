@@ -12,14 +12,13 @@ checkpoint, and it only follows the direct parent, which for several ranks is to
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
 import time
 from pathlib import Path
 
-from . import layout, liveness
+from . import liveness
 
 ORPHAN_GRACE_S = 600.0  # far more than a step and its checkpoint take; a rank alive after that is hung
 
@@ -51,8 +50,5 @@ class SupervisorWatch:
 
 def _supervisor(run_dir: Path) -> dict | None:
     """The supervisor's record (it writes it before it starts the ranks); None without one."""
-    try:
-        entry = json.loads(layout.process_file(run_dir, "supervisor").read_text())
-    except (OSError, ValueError):
-        return None
-    return entry if isinstance(entry, dict) and "pid" in entry else None
+    entry = liveness.read_processes(run_dir).get("supervisor")
+    return entry if entry is not None and "pid" in entry else None
