@@ -187,6 +187,36 @@ def test_a_stopped_run_keeps_its_checkpoint_and_metrics(artifacts, rows, tmp_pat
     assert again.metrics["step"].tolist() == [last + 1, last + 2, last + 3]
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_signal_to_ortnb_edge_train_stops_with_a_checkpoint_and_leaves_no_process(artifacts, rows, tmp_path,
+                                                                                   signum):
+    import json
+    import subprocess
+    import sys
+
+    import ortnb
+    from ortnb.runner import layout
+
+    from .test_signals import assert_none_left, signal_when, steps_in
+
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps({"text": r["text"], "label": r["label"]}) + "\n" for r in rows[0]))
+    runs = tmp_path / "runs"
+    process = subprocess.Popen([sys.executable, "-m", "ortnb", "edge", "train", str(artifacts), str(data),
+                                "--steps", "100000", "--batch-size", "4", "--runs", str(runs)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    printed = signal_when(process, lambda: steps_in(runs) >= 3, signum)
+    assert process.returncode == 128 + signum, printed
+    assert "Traceback" not in printed and "ortnb edge train: stopped" in printed, printed
+    run_dir = printed.split("ortnb edge train: ", 1)[1].splitlines()[0]  # its first line names the run folder
+    run = ortnb.attach(run_dir)
+    assert run.status == "stopped" and run.events[-1]["forced"] is False
+    assert run.checkpoint.name == f"step-{int(run.metrics['step'].iloc[-1])}"
+    assert json.loads((run.run_dir / layout.STATUS).read_text())["status"] == "stopped"
+    assert_none_left(runs)
+
+
 def test_the_dashboard_charts_and_compares_edge_runs(run, artifacts, rows, tmp_path, monkeypatch):
     """Two edge runs on the same artifacts and data: one bar each, engine named, the first the baseline."""
     import ortnb

@@ -1,4 +1,4 @@
-"""Signals end runs the way stop() does: SIGTERM, SIGHUP and SIGINT to `ortnb run` and `ortnb compare`, SIGTERM to a
+"""Signals end runs the way stop() does: SIGTERM, SIGHUP and SIGINT to `ortnb run`, `compare` and `tune`, SIGTERM to a
 supervisor, a KeyboardInterrupt in a blocking wait() and a supervisor that died all stop the run after the step in
 progress, with a checkpoint, leave a final status and leave no process behind (the process table is walked for
 the run folder in command lines and environments)."""
@@ -46,8 +46,8 @@ def assert_none_left(folder, seconds: float = 30) -> None:
 
 
 def steps_in(folder: Path) -> int:
-    """Step lines written so far in the run folders under ``folder``."""
-    return sum(path.read_text().count('"kind": "step"') for path in Path(folder).glob("*/metrics.jsonl"))
+    """Step lines written so far in the run folders anywhere under ``folder``."""
+    return sum(path.read_text().count('"kind": "step"') for path in Path(folder).rglob("metrics.jsonl"))
 
 
 def signal_when(process: subprocess.Popen, ready, signum: int, timeout: float = 240) -> str:
@@ -140,6 +140,25 @@ def test_a_signal_to_ortnb_compare_writes_an_incomplete_report(tmp_path, signum)
     (run_dir,) = runs.iterdir()
     assert_stopped_with_a_checkpoint(run_dir)
     assert_none_left(runs)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_sigterm_to_ortnb_tune_keeps_what_was_measured_and_leaves_no_run_behind(tmp_path):
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    command = [sys.executable, "-m", "ortnb", "tune", "--model", "tiny-bert", "--vary", "backend=eager",
+               "--vary", "batch_size=8,16", "--seq-len", "32", "--budget", "600", "--wait-for-quiet", "0",
+               "--cache-dir", str(cache), "--out", str(out)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env=slow_environment())
+    printed = signal_when(process, lambda: steps_in(cache) >= 2, signal.SIGTERM)
+    assert process.returncode == 128 + signal.SIGTERM, printed
+    assert "Traceback" not in printed
+    (entry,) = [path for path in cache.rglob("*.json")]
+    assert json.loads(entry.read_text())["interrupted"] is True  # the next call resumes from it
+    assert not list(cache.rglob("runs-*")), "the temporary measurement runs are deleted"
+    assert (out / "tune.json").exists()
+    assert_none_left(cache)
 
 
 @pytest.mark.slow
