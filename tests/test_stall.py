@@ -79,3 +79,32 @@ def test_a_frozen_worker_reads_stalled_wait_returns_and_stop_ends_it(tmp_path, m
             pass
     assert run.events[-1]["event"] == "stopped" and run.events[-1]["forced"] is True
     assert_none_left(run.run_dir)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_one_frozen_ddp_rank_is_named_and_stop_ends_both(tmp_path, monkeypatch):
+    """Rank 1 of two frozen: rank 0 waits in its all-reduce, steps stop for both, and the stall names rank 1."""
+    import psutil
+
+    from .test_runner import tiny
+    from .test_signals import assert_none_left
+
+    monkeypatch.setenv("ORTNB_FAULT", "slow:0.2")
+    run = ortnb.launch(tiny(tmp_path, backend="eager", max_steps=500, num_processes=2, stall_timeout_s=4))
+    assert wait_for(lambda: len(run.metrics) >= 3, 300), run.error
+    torchrun = psutil.Process(json.loads(layout.process_file(run.run_dir, "ranks").read_text())["pid"])
+    (rank1,) = [p for p in torchrun.children(recursive=True) if p.environ().get("RANK") == "1"]
+    rank1.suspend()
+    try:
+        assert run.wait(90) == "stalled"
+        assert run.stall.frozen == (f"rank 1 (pid {rank1.pid}) is stopped",), run.stall
+        assert run.status == "stalled" and run.alive
+        assert run.stop(timeout=5) == "stopped"
+    finally:
+        try:
+            rank1.resume()
+        except psutil.NoSuchProcess:
+            pass
+    assert run.events[-1]["event"] == "stopped" and run.events[-1]["forced"] is True
+    assert_none_left(run.run_dir)
