@@ -28,7 +28,7 @@ _LAZY = {
     "validate": "ortnb.validation",
     "capabilities": "ortnb.hardware",
     "launch": "ortnb.runner",
-    "attach": "ortnb.runner",
+    "attach": "ortnb.runs",
     "Run": "ortnb.runner",
     "compare": "ortnb.comparison",
     "tune": "ortnb.tuning",
@@ -42,6 +42,7 @@ _LAZY = {
     "MissingDependencyError": "ortnb.errors",
     "ExportParityError": "ortnb.errors",
     "OrtnbWarning": "ortnb.errors",
+    "RunFolderError": "ortnb.errors",
 }
 
 # Subpackages reached as attributes (``ortnb.edge.train``) without an import of their own.

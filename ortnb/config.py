@@ -15,6 +15,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+KIND = "trainer"  # config.json's "kind" for a RunConfig run folder (see runs.py; an edge run's is "edge")
+
 
 class Precision(str, Enum):
     NO = "no"
@@ -128,7 +130,8 @@ class RunConfig:
         return data
 
     def to_json(self, path: str | Path | None = None) -> str:
-        text = json.dumps(self.to_dict(), indent=2)
+        """The settings as JSON, with ``"kind": "trainer"`` first: a run folder's config.json says what ran it."""
+        text = json.dumps({"kind": KIND, **self.to_dict()}, indent=2)
         if path is not None:
             Path(path).write_text(text)
         return text
@@ -141,6 +144,12 @@ class RunConfig:
         if not isinstance(data, dict):
             raise ConfigError(f"a RunConfig is a mapping of field: value (e.g. {{\"model\": \"minilm\"}}), got a "
                               f"{value_kind(data)}.")
+        kind = data.get("kind", KIND)
+        if kind != KIND:
+            raise ConfigError(f"kind: {kind!r} settings are not a RunConfig (kind {KIND!r})"
+                              + (": an edge run's config.json; ortnb.attach(folder) reads that run, and "
+                                 "`ortnb edge train` starts one." if kind == "edge" else "."))
+        data = {name: value for name, value in data.items() if name != "kind"}
         names = {f.name for f in dataclasses.fields(cls)}
         data = _upgrade(data)
         unknown = sorted(set(map(str, data)) - names)

@@ -23,6 +23,11 @@ class ConfigError(ValueError):
         super().__init__(message)
 
 
+class RunFolderError(ValueError):
+    """A run folder's own files cannot be read (a damaged config.json, a kind this ortnb does not know); the
+    message names the file and what can still be done."""
+
+
 class MissingDependencyError(ImportError):
     """An optional package is not installed; the message says what to install."""
 

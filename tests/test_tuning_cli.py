@@ -56,7 +56,7 @@ def test_a_search_prints_progress_the_table_and_the_winner_and_writes_its_files(
     assert "  refused (ort + AdamW + fp16): precision: fp16 with backend='ort' needs the CUDA" in printed
     winner = ortnb.RunConfig.from_json(out / "config.json")
     assert winner == ortnb.RunConfig(model="tiny-bert", backend="eager", max_steps=200)
-    assert json.loads(printed[printed.index("{"):printed.rindex("}") + 1]) == winner.to_dict()
+    assert json.loads(printed[printed.index("{"):printed.rindex("}") + 1]) == json.loads(winner.to_json())
     assert f"train the winner with: ortnb run {out / 'config.json'}" in printed
     assert [c.label for c in cli.load_configs(str(out / "candidates.json"))] == ["ort + AdamW", "eager + AdamW"]
     assert json.loads((out / "tune.json").read_text())["best"] == "eager + AdamW"

@@ -95,14 +95,27 @@ class EdgeConfig:
         Path(path).write_text(json.dumps({"kind": KIND, **dataclasses.asdict(self)}, indent=2))
 
     @classmethod
-    def from_json(cls, path: Path) -> "EdgeConfig":
-        data = json.loads(Path(path).read_text())
-        data.pop("kind", None)
+    def from_dict(cls, data: dict) -> "EdgeConfig":
+        """An EdgeConfig from field: value pairs (a ``kind`` of "edge" allowed); ConfigError for unknown fields."""
+        data = dict(data)
+        if data.pop("kind", KIND) != KIND:
+            raise ConfigError(f"kind: an EdgeConfig is of kind {KIND!r}; this one is not an edge run's config.")
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(map(str, data)) - names)
+        if unknown:
+            raise ConfigError(f"Unknown EdgeConfig field(s): {', '.join(unknown)}. Known: {', '.join(sorted(names))}.")
+        missing = sorted(f.name for f in dataclasses.fields(cls)
+                         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+                         and f.name not in data)
+        if missing:
+            raise ConfigError(f"EdgeConfig field(s) missing: {', '.join(missing)}.")
         return cls(**data)
 
+    @classmethod
+    def from_json(cls, path: Path) -> "EdgeConfig":
+        """The config.json of an edge run folder (or its file), read as ortnb.attach reads it."""
+        from ..runs import read_config
 
-def is_edge_folder(run_dir: Path) -> bool:
-    try:
-        return json.loads((Path(run_dir) / "config.json").read_text()).get("kind") == KIND
-    except (OSError, ValueError, AttributeError):
-        return False
+        path = Path(path)
+        _kind, data = read_config(path.parent if path.name == "config.json" else path)
+        return cls.from_dict(data)

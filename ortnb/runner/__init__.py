@@ -1,5 +1,5 @@
-"""Runs in worker processes: launch, watch, stop, compare."""
+"""Trainer runs in worker processes: launch, watch, stop. ``ortnb.attach`` (runs.py) opens any run folder."""
 
-from .launch import Run, attach, launch
+from .launch import Run, launch
 
-__all__ = ["Run", "attach", "launch"]
+__all__ = ["Run", "launch"]

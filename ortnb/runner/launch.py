@@ -375,22 +375,6 @@ def _store_dataset(cfg: RunConfig, run_dir: Path) -> RunConfig:
     return cfg.replace(dataset=str(target))
 
 
-def attach(run_dir: str | Path) -> Run:
-    """A Run for an existing run directory (one started from the shell, or before a kernel restart)."""
-    run_dir = Path(run_dir).expanduser().resolve()
-    config = run_dir / layout.CONFIG
-    if not config.exists():
-        raise FileNotFoundError(f"{run_dir} is not a run folder: it holds no {layout.CONFIG}. Pass a folder that "
-                                "launch() or `ortnb run` created (it prints it; run.run_dir holds it).")
-    from ..edge.config import EdgeConfig, is_edge_folder
-
-    if is_edge_folder(run_dir):  # trained by ortnb.edge.train on ONNX Runtime's training API
-        from ..edge.run import EdgeRun
-
-        return EdgeRun(EdgeConfig.from_json(config), run_dir, None)
-    return Run(RunConfig.from_json(config), run_dir, None)
-
-
 def wait_for(predicate, timeout: float, interval: float = 0.2) -> bool:
     """Poll ``predicate`` until it is true or ``timeout`` passes."""
     deadline = time.monotonic() + timeout
