@@ -62,18 +62,11 @@ def cmd_info(options: argparse.Namespace) -> int:
     return 0
 
 
-def format_step(record: dict) -> str:
-    """One line of text progress for a step record (pure)."""
-    mfu = f" mfu {record['mfu']:.1%}" if record.get("mfu") is not None else ""
-    return (f"step {record['step']:>5}  loss {record['loss']:.4f}  {record['samples_per_s']:8.1f} samples/s"
-            f"  {record['step_time'] * 1000:7.1f} ms/step{mfu}")
-
-
 def cmd_run(options: argparse.Namespace) -> int:
     """Start a run from a RunConfig JSON or YAML file and follow it; Ctrl-C stops it with a checkpoint."""
     from .errors import ConfigError
     from .runner import launch
-    from .terminal import follow
+    from .terminal import follow, print_record
 
     try:
         run = launch(load_config(options.config), launcher_args=options.launcher_args or None)
@@ -81,23 +74,17 @@ def cmd_run(options: argparse.Namespace) -> int:
         print(f"ortnb run: {error}", file=sys.stderr)
         return 2
     print(f"ortnb run: {run.config.label} in {run.run_dir}")
-    from .metrics import steps
+    stepped = False
 
-    printed, phase = 0, None
+    def show(record: dict) -> None:
+        nonlocal stepped
+        if record.get("event") == "phase" and not stepped:  # name what happens before the first step
+            print(f"ortnb run: {record.get('phase')}...", flush=True)
+        elif record.get("kind") == "step":
+            stepped = True
+            print_record(record)
 
-    def print_new_steps():
-        nonlocal printed, phase
-        records = run.records()
-        if not printed and run.phase not in (None, phase):  # name what happens before the first step
-            phase = run.phase
-            print(f"ortnb run: {phase}...", flush=True)
-        new = steps(records)[printed:]
-        for record in new:
-            print(format_step(record), flush=True)
-        printed += len(new)
-
-    signalled = follow(run, "run", print_new_steps)
-    print_new_steps()
+    signalled = follow(run, "run", show)
     print(f"ortnb run: {run.status}; engine {run.summary()['engine']}")
     if run.bad_lines:
         print(f"ortnb run: {run.bad_lines} malformed line(s) in {run.run_dir / 'metrics.jsonl'} were skipped "

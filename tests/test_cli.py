@@ -30,6 +30,11 @@ class FakeRun:
     def records(self) -> list:
         return []
 
+    def follow(self, on_record, interval=0.5, on_tick=None, since=0, stop_on_interrupt=True) -> str:
+        for record in self.records()[since:]:
+            on_record(record)
+        return self.status
+
     def summary(self) -> dict:
         return {"label": self.config.label, "status": self.status, "run_dir": str(self.run_dir),
                 "engine": None if self.error else "pytorch", "samples_per_s": None if self.error else 10.0}

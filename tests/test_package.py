@@ -74,7 +74,7 @@ def test_failed_build_says_what_is_missing(tmp_path, monkeypatch):
 
 
 def test_format_step_is_exact():
-    from ortnb.cli import format_step
+    from ortnb.terminal import format_step
 
     record = {"step": 12, "loss": 0.693147, "samples_per_s": 58.25, "step_time": 0.2747, "mfu": 0.0412}
     assert format_step(record) == "step    12  loss 0.6931      58.2 samples/s    274.7 ms/step mfu 4.1%"

@@ -27,9 +27,7 @@ def cmd_export(options: argparse.Namespace) -> int:
 
 def cmd_train(options: argparse.Namespace) -> int:
     """Train artifacts on a .jsonl/.json/.csv file with ONNX Runtime's training API, without PyTorch."""
-    from ..cli import format_step
     from ..errors import ConfigError
-    from ..metrics import steps
     from ..terminal import follow
     from .run import train
 
@@ -42,17 +40,7 @@ def cmd_train(options: argparse.Namespace) -> int:
         print(f"ortnb edge train: {error}", file=sys.stderr)
         return 2
     print(f"ortnb edge train: {run.run_dir}")
-    printed = 0
-
-    def print_new_steps():
-        nonlocal printed
-        new = steps(run.records())[printed:]
-        for record in new:
-            print(format_step(record), flush=True)
-        printed += len(new)
-
-    signalled = follow(run, "edge train", print_new_steps, interval=0.2)
-    print_new_steps()
+    signalled = follow(run, "edge train", interval=0.2)
     run.wait()
     for evaluation in run.evaluations:
         print(f"eval at step {evaluation['step']}: loss {evaluation['eval_loss']:.4f}, "

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 from .. import metrics
 from ..config import RunConfig
@@ -198,6 +199,34 @@ class Run:
     def launched_here(self) -> bool:
         """Whether this process launched the run (``launch``, ``edge.train``), as opposed to ``attach``."""
         return self._process is not None
+
+    def follow(self, on_record: Callable[[dict], None], interval: float = 0.5,
+               on_tick: Callable[[], None] | None = None, since: int = 0, stop_on_interrupt: bool = True) -> str:
+        """Call ``on_record(record)`` for every metrics record (steps and events, in order, after the first
+        ``since``) as it lands, until the run is done, and return its status. ``on_tick()`` runs between looks:
+        it may stop the run (a deadline) or raise (an interrupt). What the terminal, the Dashboard's text mode
+        and tuning use to watch a run. Interrupted, it stops a run launched here as wait() does, unless
+        ``stop_on_interrupt`` is False (the caller stops it its own way), and raises again."""
+        try:
+            return self._follow(on_record, interval, on_tick, since)
+        except KeyboardInterrupt:
+            if stop_on_interrupt and self.launched_here:
+                self._stop_on_interrupt()
+            raise
+
+    def _follow(self, on_record, interval: float, on_tick, since: int) -> str:
+        seen = since
+        while True:
+            done = self.done  # looked at before the records: the last ones are handed on before returning
+            records = self.records()
+            for record in records[seen:]:
+                on_record(record)
+            seen = len(records)
+            if done:
+                return self.status
+            if on_tick is not None:
+                on_tick()
+            time.sleep(interval)
 
     def wait(self, timeout: float | None = None, interval: float = 0.5) -> str:
         """Block until the run ends and its processes have exited (or ``timeout`` seconds pass); returns

@@ -356,15 +356,9 @@ class Dashboard(FindFastest):
     # -- without widgets ------------------------------------------------------------------------
 
     def _follow_in_text(self, run: Run) -> None:
-        from ..cli import format_step
+        from ..terminal import print_record
 
-        printed = 0
-        while not run.done:
-            steps = [r for r in run.records() if r.get("kind") == "step"]
-            for record in steps[printed:]:
-                print(format_step(record), flush=True)
-            printed = len(steps)
-            run.wait(0.5)
+        run.follow(print_record)
         self.poll()
         print(status_text(run))
         figure = charts.live_figure()

@@ -84,7 +84,7 @@ class LiveCallback(TrainerCallback):
                   "peak_rss_mb": [peak_rss_mb()]}
         self.records.append(record)
         if not self.widgets:
-            from ..cli import format_step
+            from ..terminal import format_step
 
             print(format_step(record), flush=True)
         elif self.throttle.ready():
