@@ -109,6 +109,21 @@ def test_an_op_without_gradient_is_named(tmp_path):
     assert export_artifacts(model, tmp_path / "head", trainable="head").trainable_parameters == 130
 
 
+def test_a_broadcast_whose_shapes_stay_unclear_is_refused_where_a_gradient_flows(tmp_path, monkeypatch):
+    """Where symbolic shape inference cannot mend them (here: left out), the broadcasts ORT 1.19.2 would
+    differentiate wrongly are named before generation; training only the head, after them, still exports."""
+    from ortnb.edge import export_artifacts, fixes
+
+    monkeypatch.setattr(fixes, "BEFORE_GRADIENT",
+                        tuple(f for f in fixes.BEFORE_GRADIENT if f.name != "symbolic_shapes"))
+    with pytest.raises(ConfigError, match=r"cannot tell which inputs of .*/model/bert/embeddings/Add.* broadcast"
+                                          r".*trainable=\"head\""):
+        export_artifacts(tiny_bert(), tmp_path / "all", trainable="all")
+    assert not (tmp_path / "all").exists()
+    assert export_artifacts(tiny_bert(), tmp_path / "head", trainable="head").fixes == (
+        "ir_version_clamp (optimizer_model.onnx)",)
+
+
 # -- train(): refused before a run folder exists ---------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
+import torch
 
 from ortnb.edge import artifacts, fixes, manifest
 
@@ -52,8 +54,63 @@ def generate_fresh(folder: Path, opset: int, *skip: str) -> str:
 def test_layer_norm_outputs_are_needed_from_opset_17(tmp_path):
     without = generate_fresh(tmp_path / "without", 17, "layer_norm_saved_outputs")
     assert without.startswith("FAILED") and "i < node_->OutputDefs().size()" in without, without
-    assert generate_fresh(tmp_path / "with", 17) == "APPLIED ['layer_norm_saved_outputs']"
-    assert generate_fresh(tmp_path / "opset15", 15) == "APPLIED []"  # one node per op below 17: nothing to mend
+    assert generate_fresh(tmp_path / "with", 17) == "APPLIED ['layer_norm_saved_outputs', 'symbolic_shapes']"
+    # One node per op below 17: nothing to mend there (symbolic_shapes is about broadcasts, below)
+    assert generate_fresh(tmp_path / "opset15", 15) == "APPLIED ['symbolic_shapes']"
+
+
+POSITION_GRADIENT = "bert.embeddings.position_embeddings.weight_grad"
+
+
+def test_broadcast_gradients_need_symbolic_shapes(tmp_path):
+    """onnx's inference names BERT's [1, seq, 64] position embeddings and the [batch, seq, 64] sum they are
+    added to with symbols of their own, and ORT 1.19.2's gradient builder takes different symbols as equal:
+    without the fix the position embeddings' gradient skips the ReduceSum over the batch, and GatherGrad then
+    writes past its buffer (so that graph is never run here). With it, one SGD step at learning rate 1 moves
+    every weight by exactly PyTorch's gradient."""
+    model = tiny_bert()
+    names = [n for n, _ in model.named_parameters()]
+    graph, _ = artifacts._export_forward(model, 16, 15)
+    assert "/model/bert/embeddings/Add_1" in fixes.ambiguous_broadcasts(graph)
+    (tmp_path / "without").mkdir()
+    artifacts._generate(graph, names, [], "cross_entropy", "sgd", tmp_path / "without")
+    assert _producer(tmp_path / "without", POSITION_GRADIENT, 2) == "Identity"
+
+    assert fixes.apply(fixes.BEFORE_GRADIENT, graph) == ["symbolic_shapes"]
+    assert fixes.ambiguous_broadcasts(graph) == []
+    (tmp_path / "with").mkdir()
+    artifacts._generate(graph, names, [], "cross_entropy", "sgd", tmp_path / "with")
+    artifacts._fix_written(tmp_path / "with")
+    assert _producer(tmp_path / "with", POSITION_GRADIENT, 2) == "ReduceSum"
+
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(1, 1000, (4, 24), generator=generator)
+    labels = torch.tensor([0, 1, 1, 0])
+    moved = _one_sgd_step(tmp_path / "with", names, ids.numpy(), labels.numpy())
+    torch.nn.functional.cross_entropy(model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits,
+                                      labels).backward()
+    for name, parameter in model.named_parameters():
+        np.testing.assert_allclose(moved[name], parameter.grad.numpy(), rtol=1e-3, atol=2e-6, err_msg=name)
+
+
+def _producer(folder: Path, name: str, index: int) -> str:
+    """The op type of the node that computes input ``index`` of the node writing ``name``."""
+    graph = onnx.load(str(folder / manifest.TRAINING_MODEL)).graph
+    made_by = {output: node for node in graph.node for output in node.output}
+    return made_by[made_by[name].input[index]].op_type
+
+
+def _one_sgd_step(folder: Path, names, ids, labels) -> dict:
+    """Each weight before minus after one SGD step at learning rate 1: the gradient ONNX Runtime computed."""
+    state = api.CheckpointState.load_checkpoint(str(folder / manifest.CHECKPOINT))
+    before = {n: np.array(state.parameters[n].data) for n in names}
+    module = api.Module(str(folder / manifest.TRAINING_MODEL), state, str(folder / manifest.EVAL_MODEL))
+    optimizer = api.Optimizer(str(folder / manifest.OPTIMIZER_MODEL), module)
+    optimizer.set_learning_rate(1.0)
+    module.train()
+    module(ids, np.ones_like(ids), labels)
+    optimizer.step()
+    return {n: before[n] - np.array(state.parameters[n].data) for n in names}
 
 
 def test_the_optimizer_model_needs_its_ir_version_clamped(tmp_path):

@@ -91,6 +91,8 @@ def export_artifacts(model_or_dir, out_dir, *, trainable="head", loss: str = "cr
     with without_progress_bars():
         model, tokenizer, source = _load(model_or_dir, tokenizer)
     _check_size(model)
+    vocab_size = _embedding_rows(model)
+    _check_tokenizer(tokenizer, vocab_size)
     names = [name for name, _ in model.named_parameters()]
     chosen = trainable_names.resolve(trainable, names)  # before the export: a typo costs nothing
     out = Path(out_dir).expanduser().resolve()
@@ -99,6 +101,7 @@ def export_artifacts(model_or_dir, out_dir, *, trainable="head", loss: str = "cr
     in_graph = {i.name for i in graph.graph.initializer}
     frozen = [n for n in names if n not in set(chosen) and n in in_graph]
     _check_in_graph(chosen, in_graph)
+    _check_broadcasts(graph, chosen)
     with tempfile.TemporaryDirectory(prefix="ortnb-edge-") as scratch:
         _generate(graph, chosen, frozen, loss, optimizer, Path(scratch))
         applied += _fix_written(Path(scratch))
@@ -108,6 +111,7 @@ def export_artifacts(model_or_dir, out_dir, *, trainable="head", loss: str = "cr
         inputs=inputs, loss=loss, optimizer=optimizer, seq_len=seq_len, num_labels=model.config.num_labels,
         id2label={str(k): v for k, v in (model.config.id2label or {}).items()},
         pad_token_id=int(getattr(tokenizer, "pad_token_id", None) or model.config.pad_token_id or 0),
+        vocab_size=vocab_size,
         selection=trainable if isinstance(trainable, str) else f"{len(chosen)} named parameters",
         trainable=chosen, trainable_parameters=sum(counts[n] for n in chosen),
         frozen_parameters=sum(counts[n] for n in frozen), opset=opset, fixes=applied, source=source,
@@ -170,6 +174,41 @@ def _check_size(model) -> None:
                           "files). Use a smaller model, or train it with ORTTrainer instead")
 
 
+def _embedding_rows(model) -> int | None:
+    """How many token ids the model's word embedding table has rows for (None: no input embedding found)."""
+    try:
+        embeddings = model.get_input_embeddings()
+    except (AttributeError, NotImplementedError):
+        embeddings = None
+    rows = getattr(embeddings, "num_embeddings", None) or getattr(model.config, "vocab_size", None)
+    return int(rows) if rows else None
+
+
+def _tokenizer_size(tokenizer) -> int | None:
+    """How many ids the tokenizer can give, added tokens included (the saved tokenizer.json's count)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        return int(backend.get_vocab_size(with_added_tokens=True))
+    try:
+        return len(tokenizer)
+    except TypeError:
+        return None
+
+
+def _check_tokenizer(tokenizer, vocab_size: int | None) -> None:
+    """A tokenizer with more ids than the embedding has rows: a text that reaches one of those ids stops the
+    device's first step inside ONNX Runtime (Gather: "indices element out of data bounds")."""
+    size = _tokenizer_size(tokenizer) if tokenizer is not None else None
+    if size is None or vocab_size is None or size <= vocab_size:
+        return
+    raise ConfigError(f"tokenizer: it gives token ids up to {size - 1:,} ({size:,} tokens), but the model's word "
+                      f"embeddings have {vocab_size:,} rows (ids 0 to {vocab_size - 1:,}), so texts with a larger id "
+                      "would fail in ONNX Runtime's Gather at the first step on the device. Pass the tokenizer the "
+                      "model was trained with, or grow the embeddings first (model.resize_token_embeddings("
+                      f"len(tokenizer))). A model passed without a tokenizer trains on rows of input_ids, each below "
+                      f"{vocab_size:,}")
+
+
 def _export_forward(model, seq_len: int, opset: int):
     """The forward graph (logits only) in training mode, initializers named as PyTorch names them."""
     import onnx
@@ -213,6 +252,17 @@ def _check_in_graph(chosen: list[str], present: set[str]) -> None:
     if absent:
         raise ConfigError(f"trainable weights not in the exported graph: {', '.join(absent[:5])}. They are unused "
                           "in the forward pass or shared with another weight (tied embeddings): leave them out")
+
+
+def _check_broadcasts(graph, chosen: list[str]) -> None:
+    """Broadcasts whose shapes stayed unclear after fixes.symbolic_shapes, with trainable weights before them:
+    ORT 1.19.2 would build a wrong gradient for them, and corrupt memory on the device."""
+    unclear = fixes.ambiguous_broadcasts(graph, chosen)
+    if unclear:
+        raise ConfigError(f"ONNX Runtime 1.19.2 cannot tell which inputs of {', '.join(unclear[:3])}"
+                          f"{' and others' if len(unclear) > 3 else ''} broadcast (their shapes stay unknown), so "
+                          "the gradient through them would be wrong. Train only weights after them: "
+                          'trainable="head" or "last_layers:N" with fewer layers')
 
 
 def _generate(graph, chosen, frozen, loss, optimizer, folder: Path) -> None:

@@ -94,7 +94,29 @@ def encode(rows: list[dict], info: Manifest, tokenizer_path: Path | None, what: 
         ids = _tokenize([row[text] for row in rows], info, tokenizer_path, what)
     else:
         ids = [np.asarray(row["input_ids"], dtype=np.int64)[:info.seq_len] for row in rows]
+    problems = _id_problems(ids, info, what, where)
+    if problems:
+        raise ConfigError(problems)
     return Encoded(ids, labels)
+
+
+def _id_problems(ids: list[np.ndarray], info: Manifest, what: str, where: list[str],
+                 most: int = 5) -> list[str]:
+    """Token ids the word embedding has no row for, named by row (the first ``most`` rows). Unchecked, ONNX
+    Runtime's Gather stops the first step with "indices element out of data bounds"."""
+    if not info.vocab_size:
+        return []
+    bad = [(at, row) for at, row in zip(where, ids) if row.size and (row.min() < 0 or row.max() >= info.vocab_size)]
+    problems = []
+    for at, row in bad[:most]:
+        outside = row[(row < 0) | (row >= info.vocab_size)]
+        problems.append(f"{what} {at} has token id {int(outside[0])}, but the model's vocabulary has "
+                        f"{info.vocab_size:,} tokens (ids 0 to {info.vocab_size - 1:,}): give input_ids from the "
+                        "model's own tokenizer (or the artifacts' tokenizer.json), or export a model whose "
+                        "embeddings cover these ids")
+    if len(bad) > most:
+        problems.append(f"{what}: {len(bad) - most} more rows have token ids outside 0 to {info.vocab_size - 1:,}")
+    return problems
 
 
 def _labels(values: list, info: Manifest, what: str, where: list[str], column: str = "label") -> np.ndarray:

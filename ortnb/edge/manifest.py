@@ -31,6 +31,9 @@ class Manifest:
     num_labels: int = 2
     id2label: dict = field(default_factory=dict)
     pad_token_id: int = 0
+    vocab_size: int | None = None
+    """Rows of the model's word embedding table: every token id fed to the graph must be below it (None in
+    artifacts exported before ortnb recorded it: ids are then not checked before ONNX Runtime sees them)."""
     selection: str = "head"
     """What export_artifacts was asked to train: head, last_layers:N, all, or "N named parameters"."""
     trainable: list[str] = field(default_factory=list)
