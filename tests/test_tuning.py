@@ -487,3 +487,60 @@ def test_a_cache_entry_with_the_right_key_and_a_broken_body_is_measured_again_no
         cache.write(path, broken, key)
         assert cache.read(path, key) is None
         assert f"the cache entry {path} is damaged ({problem}); measuring again" in capsys.readouterr().err
+
+
+class WatchedRun:
+    """A run whose status follows a script, watched through the real Run.follow (no processes)."""
+    from ortnb.runner.launch import Run as _Run
+    follow, _follow = _Run.follow, _Run._follow
+    launched_here = False
+
+    def __init__(self, statuses: list[str], clock: FakeClock):
+        self.statuses, self.clock, self.halted = list(statuses), clock, False
+
+    @property
+    def status(self) -> str:
+        return "stopped" if self.halted else (self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0])
+
+    @property
+    def done(self) -> bool:
+        return self.status in ("completed", "stopped", "failed")
+
+    def records(self) -> list[dict]:
+        self.clock.now += 1.0  # each look costs a second of the budget
+        return []
+
+    def stop(self, timeout=None):
+        self.halted = True
+
+    def wait(self, timeout=None):
+        return self.status
+
+    alive = False
+
+
+@pytest.mark.parametrize("statuses, deadline, why", [
+    (["running", "running", "completed"], 100.0, None),
+    (["running"], 3.0, "budget"),
+    (["running", "stalled"], 100.0, "stalled"),
+])
+def test_a_measurement_ends_with_its_run_at_the_budget_or_at_a_stall(monkeypatch, statuses, deadline, why):
+    from ortnb.tuning import measure
+
+    monkeypatch.setattr(measure, "POLL_S", 0.0)
+    clock = FakeClock()
+    run = WatchedRun(statuses, clock)
+    assert measure.follow(run, search.Limits(deadline, lambda _dir: None), None, clock) == why
+    assert run.halted is (why is not None)
+    assert measure.note(1, "stopped", "stalled", 0, None) == \
+        "its run stalled before any step after warm-up was measured, and was stopped"
+
+
+def test_a_set_stop_event_interrupts_the_measurement(monkeypatch):
+    from ortnb.tuning import measure
+
+    monkeypatch.setattr(measure, "POLL_S", 0.0)
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(search.Interrupted):
+        measure.follow(WatchedRun(["running"], FakeClock()), search.Limits(1e9, print), stop, FakeClock())

@@ -54,15 +54,30 @@ def measurer(base: RunConfig, runs_dir: Path, keep: bool, stop: threading.Event 
     return measure
 
 
+class _Ended(Exception):
+    """Raised from run.follow's tick to end the watch early, with why."""
+
+    def __init__(self, why: str):
+        super().__init__(why)
+        self.why = why
+
+
 def follow(run, limits: Limits, stop: threading.Event | None, clock) -> str | None:
-    """Wait for the run to end; None when it ended by itself, else why it was stopped early."""
-    while not run.done:
+    """Wait for the run to end; None when it ended by itself, else why it was stopped early ("budget", or
+    "stalled": its steps stopped advancing, and it may never end by itself)."""
+    def tick() -> None:
         if stop is not None and stop.is_set():
             raise Interrupted()
         if clock() >= limits.deadline:
-            halt(run, STOP_S)  # the budget's end: no time for a long last step
-            return "budget"
-        time.sleep(POLL_S)
+            raise _Ended("budget")
+        if run.status == "stalled":
+            raise _Ended("stalled")
+
+    try:  # the caller stops an interrupted run its own way (halt, deferred), so follow must not
+        run.follow(lambda record: None, interval=POLL_S, on_tick=tick, stop_on_interrupt=False)
+    except _Ended as ended:
+        halt(run, STOP_S)  # the budget's end: no time for a long last step
+        return ended.why
     run.wait(SETTLE_S)  # the final event is written; let the processes exit
     return None
 
@@ -115,6 +130,9 @@ def note(rung: int, status: str, ended: str | None, measured: int, error: str | 
         return f"{when} failed: {first}"
     if ended == "budget" and measured >= MIN_MEASURED:
         return f"{when} was cut at the budget's end after {measured} measured steps"
+    if ended == "stalled":
+        return (f"{when} stalled (its steps stopped advancing) and was stopped after {measured} measured steps"
+                if measured else f"{when} stalled before any step after warm-up was measured, and was stopped")
     if ended == "budget":
         return f"the budget ended during {when}, before {MIN_MEASURED} steps after warm-up were measured"
     return None
