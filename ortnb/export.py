@@ -113,11 +113,6 @@ def _is_model_dir(folder: Path) -> bool:
     return "model_type" in _read_config(folder)
 
 
-def _step(checkpoint: Path) -> int:
-    tail = checkpoint.name.rpartition("-")[2]
-    return int(tail) if tail.isdigit() else -1
-
-
 def find_model_dir(folder: Path) -> Path:
     """The save_pretrained folder in ``folder``: itself, an ortnb run's ``best/`` (the best evaluation's weights)
     or ``model/`` (its final model), or the latest complete ``checkpoint-N`` (a Trainer's output_dir, or a
@@ -136,7 +131,7 @@ def find_model_dir(folder: Path) -> Path:
         return Path(best["folder"])
     if _is_model_dir(folder / "model"):
         return folder / "model"
-    checkpoints = sorted((p for p in folder.glob("checkpoint-*") if _step(p) >= 0 and _is_model_dir(p)), key=_step)
+    checkpoints = [p for p in layout.checkpoints(folder) if _is_model_dir(p)]  # whole saves only, oldest first
     if checkpoints:
         return checkpoints[-1]
     if "backend" in _read_config(folder):  # an ortnb run folder (config.json holds its RunConfig)

@@ -13,6 +13,7 @@ import json
 import os
 import time
 
+from . import files
 from .backends.ort_extensions import cache_root
 
 MATMUL_SIZE = 2048  # the largest size tried; smaller when one product already takes long enough
@@ -115,9 +116,7 @@ def _read_cache(path) -> dict:
 
 def _write_cache(path, cache: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(cache, indent=2))
-    os.replace(temporary, path)  # atomic: a reader sees the old file or the new one, never half of one
+    files.write_atomic(path, json.dumps(cache, indent=2))
 
 
 def machine_peak(dtype: str = "fp32", threads: int | None = None) -> float:

@@ -6,7 +6,6 @@ value of the closed fields, which is what the widgets grey out.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re

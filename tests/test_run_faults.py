@@ -246,9 +246,10 @@ def test_a_forced_stop_names_the_last_whole_checkpoint(tmp_path):
     for n, whole in ((4, True), (8, True), (12, False)):  # checkpoint-12 was cut short by the kill
         folder = run_dir / f"checkpoint-{n}"
         folder.mkdir()
+        (folder / "config.json").write_text("{}")
+        (folder / "model.safetensors").write_bytes(b"weights")  # written, perhaps in part: only the marker tells
         if whole:
-            (folder / "config.json").write_text("{}")
-            (folder / "model.safetensors").write_bytes(b"")
+            layout.mark_whole(folder)
     assert control.forced_stop_reason(run_dir).endswith(
         "within 2.5 s of the stop request, so the ranks were terminated; the last checkpoint is checkpoint-8 "
         "(load_model() loads it).")

@@ -12,6 +12,7 @@ import pytest
 
 import ortnb
 from ortnb import metrics
+from ortnb.runner import layout
 from ortnb.runner.launch import wait_for
 
 pytestmark = pytest.mark.slow
@@ -116,6 +117,10 @@ def test_stop_mid_run_checkpoints_within_30_s(tmp_path, monkeypatch):
     assert time.monotonic() - asked < 30
     checkpoints = list(run.run_dir.glob("checkpoint-*"))
     assert len(checkpoints) == 1 and (checkpoints[0] / "model.safetensors").exists()
+    assert layout.checkpoints(run.run_dir) == checkpoints  # marked whole once every file was written
+    listed = json.loads((checkpoints[0] / layout.CHECKPOINT_MARKER).read_text())["files"]
+    assert listed["model.safetensors"] == (checkpoints[0] / "model.safetensors").stat().st_size
+    assert {"optimizer.pt", "trainer_state.json", "config.json"} <= set(listed)
     assert type(run.load_model()).__name__ == "BertForSequenceClassification"
     assert len(run.metrics) < 500
     assert_no_workers_within(run)

@@ -11,6 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
+from .. import files
 from ..errors import ConfigError
 from ..runner import layout, liveness
 from ..runner.launch import Run
@@ -125,9 +126,7 @@ def _store(rows: list[dict], folder: Path, what: str = "dataset") -> str:
                           f"{what} from a file of your own")
     if not path.exists():
         folder.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.partial")
-        partial.write_bytes(text.encode("utf-8"))  # bytes as _edited compares them (no newline translation)
-        os.replace(partial, path)
+        files.write_atomic(path, text.encode("utf-8"))  # bytes as _edited compares them (no newline translation)
     return str(path)
 
 

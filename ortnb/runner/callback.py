@@ -107,6 +107,16 @@ class RunCallback(TrainerCallback):
             control.should_training_stop = True
             control.should_save = True
 
+    def on_save(self, args, state, control, **kwargs):
+        """Trainer calls this once a checkpoint's save returned on this rank. When every rank's part is written
+        (ZeRO-1's optimizer shards, each rank's RNG state: hence the barrier), the rank that saved marks the
+        folder whole; layout.checkpoints counts only marked folders, so a save cut short is never resumed."""
+        distributed = torch.distributed
+        if distributed.is_available() and distributed.is_initialized() and distributed.get_world_size() > 1:
+            distributed.barrier()
+        if args.should_save:
+            layout.mark_whole(Path(args.output_dir) / f"checkpoint-{state.global_step}")
+
     def on_evaluate(self, args, state, control, **kwargs):
         # Evaluation (and saving the best weights) happened between two steps: not training time.
         self._last = time.perf_counter()

@@ -16,6 +16,7 @@ PEAK = "peak.json"
 MODEL = "model"
 BEST = "best"  # the weights of the best evaluation (runner/evaluation.py)
 BEST_MARKER = "ortnb-best.json"  # written last into best/: step, metric, value
+CHECKPOINT_MARKER = "ortnb-whole.json"  # written last into checkpoint-N/: every file of the save and its size
 HEARTBEAT = "heartbeat"  # touched every few seconds by the supervisor and the writing rank
 
 
@@ -29,11 +30,47 @@ def process_file(run_dir: Path, role: str) -> Path:
 
 
 def checkpoints(run_dir: Path) -> list[Path]:
-    """Trainer's checkpoint-N folders that hold a whole model (a save cut short holds no config.json
-    or weights), oldest first."""
-    found = [p for p in Path(run_dir).glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
-    complete = [p for p in found if (p / "config.json").exists() and any(p.glob("model*.safetensors"))]
+    """The checkpoint-N folders that hold a whole save, oldest first. A run of this version marks each one
+    whole after the save returned on every rank (``mark_whole``): a folder without the marker, or whose files
+    no longer have the sizes it lists, was cut short (a kill, a full disk) and does not count. In folders
+    from before markers (a Trainer's output_dir, an ortnb run whose config.json names no kind) a checkpoint
+    counts when it holds a config.json and weights."""
+    found = [p for p in Path(run_dir).glob("checkpoint-*") if p.is_dir() and p.name.split("-")[-1].isdigit()]
+    if marks_checkpoints(run_dir) or any((p / CHECKPOINT_MARKER).exists() for p in found):
+        complete = [p for p in found if is_whole(p)]
+    else:
+        complete = [p for p in found if (p / "config.json").exists()
+                    and (any(p.glob("model*.safetensors")) or any(p.glob("pytorch_model*.bin")))]
     return sorted(complete, key=lambda p: int(p.name.split("-")[-1]))
+
+
+def marks_checkpoints(run_dir: Path) -> bool:
+    """Whether the run folder was written by an ortnb that marks whole checkpoints: its config.json names
+    the run's kind (both arrived in the same version)."""
+    try:
+        return "kind" in json.loads((Path(run_dir) / CONFIG).read_text())
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+def mark_whole(folder: Path) -> None:
+    """Certify a finished save: list every file in ``folder`` with its size in CHECKPOINT_MARKER, written
+    last, flushed to the disk and atomically (files.write_atomic), so the marker never outlives what it lists."""
+    from .. import files
+
+    folder = Path(folder)
+    listed = {str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*"))
+              if p.is_file() and p.name != CHECKPOINT_MARKER and not p.name.endswith(".tmp")}
+    files.write_atomic(folder / CHECKPOINT_MARKER, json.dumps({"files": listed}, indent=1), durable=True)
+
+
+def is_whole(folder: Path) -> bool:
+    """Whether ``folder`` has a readable marker and every file it lists is there with the size it lists."""
+    try:
+        listed = json.loads((Path(folder) / CHECKPOINT_MARKER).read_text())["files"]
+        return bool(listed) and all((Path(folder) / name).stat().st_size == size for name, size in listed.items())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
 
 
 def best(run_dir: Path) -> dict | None:

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import files
 from . import layout
 
 HEARTBEAT_S = 2.0
@@ -43,9 +44,7 @@ def record_process(run_dir: Path, role: str, pid: int) -> None:
         created = None
     entry = {"role": role, "pid": pid, "create_time": created, "host": socket.gethostname()}
     path = layout.process_file(run_dir, role)
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(entry))
-    os.replace(temporary, path)
+    files.write_atomic(path, json.dumps(entry))
 
 
 def start_heartbeat(run_dir: Path, interval: float = HEARTBEAT_S) -> threading.Event:

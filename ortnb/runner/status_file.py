@@ -8,9 +8,9 @@ failed can still be recorded when a full disk stopped the metrics stream.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
+from .. import files
 from . import layout
 
 SIZE = 4096
@@ -44,9 +44,7 @@ def read(run_dir: Path) -> dict | None:
 
 
 def _write_padded(path: Path, text: str) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text.ljust(SIZE - 1) + "\n")
-    os.replace(temporary, path)
+    files.write_atomic(path, text.ljust(SIZE - 1) + "\n")
 
 
 def _fit(fields: dict) -> str:

@@ -16,6 +16,7 @@ import sys
 import threading
 from pathlib import Path
 
+from .. import files
 from ..config import RunConfig
 from ..metrics import final_event, steps
 from . import control, layout, liveness, status_file
@@ -51,9 +52,7 @@ def record_peak(cfg: RunConfig, run_dir: Path) -> None:
 
     dtype = "bf16" if cfg.precision == "bf16" else "fp16" if cfg.precision == "fp16" else "fp32"
     peak = flops.machine_peak(dtype)
-    temporary = run_dir / f"{layout.PEAK}.tmp"
-    temporary.write_text(json.dumps({"dtype": dtype, "flops": peak}))
-    os.replace(temporary, run_dir / layout.PEAK)  # the worker reads it whole or not at all
+    files.write_atomic(run_dir / layout.PEAK, json.dumps({"dtype": dtype, "flops": peak}))  # read whole or not at all
 
 
 def read_records(run_dir: Path) -> list[dict]:

@@ -14,6 +14,7 @@ import json
 import os
 from pathlib import Path
 
+from .. import files
 from ..config import RunConfig, fields
 
 NOT_MEASURED = ("model", "dataset", "max_steps", "epochs", "warmup_steps", "evaluate", "eval_dataset", "eval_fraction",
@@ -115,6 +116,4 @@ def write(path: Path, data: dict, key_data: dict) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(strict_json({**data, "key": key_data}), indent=1, allow_nan=False, default=str)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    partial.write_text(text)
-    os.replace(partial, path)
+    files.write_atomic(path, text)

@@ -1,0 +1,30 @@
+"""Writing a file so that readers see the old content or the new, never half of it.
+
+Every small state file ortnb shares between processes (pid files, status.json, peak.json, the tune cache,
+checkpoint markers, stored rows) goes through here: a crash, a kill or a full disk mid-write leaves the
+previous file, or none, and a leftover temporary name that no reader looks at.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def write_atomic(path: str | Path, content: str | bytes, *, durable: bool = False) -> None:
+    """Write ``content`` to a temporary file beside ``path`` (named for this process, so two writers never
+    share one), then rename it over ``path``. ``durable``: flushed to the disk before the rename, for files
+    that certify other files (a checkpoint's marker must not reach the disk before what it lists)."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    try:
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)  # a full disk: the partial temporary must not take what space is left
+        raise

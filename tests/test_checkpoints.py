@@ -1,0 +1,173 @@
+"""A checkpoint counts only when its whole save is on the disk (runner/layout.py), and a full disk during a
+save is named as a full disk (runner/worker.py), with the real errors the libraries raise."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import ortnb
+from ortnb.runner import layout, worker
+
+from .test_runner import assert_no_workers_within, tiny
+
+
+def saved(folder, marked=True, size=64):
+    """A checkpoint-N folder as Trainer writes it, marked whole as the run's callback marks it (or not)."""
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text('{"model_type": "bert"}')
+    (folder / "model.safetensors").write_bytes(b"w" * size)
+    (folder / "optimizer.pt").write_bytes(b"o" * 2 * size)
+    if marked:
+        layout.mark_whole(folder)
+    return folder
+
+
+def run_folder(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(parents=True)
+    tiny(tmp_path).to_json(run_dir / layout.CONFIG)  # names its kind: a run of this ortnb, which marks saves
+    return run_dir
+
+
+def test_the_marker_lists_every_file_with_its_size_and_a_changed_file_unmakes_it(tmp_path):
+    folder = saved(tmp_path / "checkpoint-3")
+    marker = json.loads((folder / layout.CHECKPOINT_MARKER).read_text())
+    assert marker == {"files": {"config.json": 22, "model.safetensors": 64, "optimizer.pt": 128}}
+    assert layout.is_whole(folder)
+    with open(folder / "model.safetensors", "r+b") as handle:
+        handle.truncate(30)  # half a file: what a kill or a full disk leaves
+    assert not layout.is_whole(folder)
+    (folder / "model.safetensors").write_bytes(b"w" * 64)
+    assert layout.is_whole(folder)
+    (folder / "optimizer.pt").unlink()
+    assert not layout.is_whole(folder)
+    (folder / layout.CHECKPOINT_MARKER).write_text('{"files": {"config.js')  # a damaged marker
+    assert not layout.is_whole(folder)
+    assert not [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_run_counts_only_marked_checkpoints_and_a_trainer_folder_keeps_the_old_rule(tmp_path):
+    run_dir = run_folder(tmp_path)
+    for step, marked in ((4, True), (10, True), (12, False)):
+        saved(run_dir / f"checkpoint-{step}", marked)
+    assert [p.name for p in layout.checkpoints(run_dir)] == ["checkpoint-4", "checkpoint-10"]  # numeric order
+    assert layout.checkpoints(tmp_path / "missing") == []
+
+    # The first save of a run cut short: config.json and a weights file are there, but no marker.
+    first = run_folder(tmp_path / "first")
+    saved(first / "checkpoint-2", marked=False)
+    assert layout.checkpoints(first) == []
+
+    # A Trainer's own output_dir (no ortnb config.json): config.json and weights make a checkpoint, as before.
+    trainer = tmp_path / "trainer-output"
+    saved(trainer / "checkpoint-5", marked=False)
+    (trainer / "checkpoint-9").mkdir()  # a save that wrote nothing
+    assert [p.name for p in layout.checkpoints(trainer)] == ["checkpoint-5"]
+
+
+def test_export_finds_the_last_whole_checkpoint_not_the_last_folder(tmp_path):
+    from ortnb.export import find_model_dir
+
+    run_dir = run_folder(tmp_path)
+    saved(run_dir / "checkpoint-4")
+    saved(run_dir / "checkpoint-8", marked=False)
+    assert find_model_dir(run_dir) == run_dir / "checkpoint-4"
+
+
+# -- a full disk, as the libraries report it ---------------------------------------------------------
+
+Usage = collections.namedtuple("Usage", "total used free")
+
+
+def test_safetensors_words_for_a_full_disk_read_as_a_full_disk(tmp_path, monkeypatch):
+    from safetensors import SafetensorError
+
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: Usage(10**12, 10**11, 9 * 10**11))  # space left
+    run_dir = run_folder(tmp_path)
+    saved(run_dir / "checkpoint-4")
+    saved(run_dir / "checkpoint-8", marked=False)
+    # What safetensors 0.x raised on a 64 KiB tmpfs (its Rust I/O error, not an OSError):
+    error = SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+    message = worker.describe_error(error, run_dir)
+    assert message.startswith(f"The disk holding {run_dir} is full (Error while serializing: I/O error: No space")
+    assert "What it was saving (checkpoint-8) was cut short and is removed: it could not be loaded." in message
+    assert "Free space (earlier runs in" in message and message.endswith("launch the run again.")
+    assert [p.name for p in run_dir.glob("checkpoint-*")] == ["checkpoint-4"]  # the whole one stays
+
+
+def test_torch_saves_unhelpful_words_read_as_a_full_disk_only_when_the_disk_is_full(tmp_path, monkeypatch):
+    run_dir = run_folder(tmp_path)
+    # What torch.save raised on the same full tmpfs: no errno, no "space" (its cause: an iostream error).
+    try:
+        try:
+            raise RuntimeError("basic_ios::clear: iostream error")
+        except RuntimeError as cause:
+            raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 576 vs 534") from cause
+    except RuntimeError as caught:
+        error = caught
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: Usage(10**12, 10**11, 9 * 10**11))
+    assert worker.describe_error(error, run_dir) == f"RuntimeError: {error}"
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: Usage(10**9, 10**9 - 4096, 4096))
+    assert worker.describe_error(error, run_dir).startswith(f"The disk holding {run_dir} is full ([enforce fail")
+    assert worker.disk_full(OSError(28, os.strerror(28)), run_dir)
+
+
+def test_cut_short_saves_of_a_folder_from_before_markers_are_left_alone(tmp_path):
+    old = tmp_path / "old"
+    saved(old / "checkpoint-3", marked=False)
+    (old / layout.CONFIG).write_text(json.dumps({"backend": "eager"}))  # a RunConfig from before kinds
+    assert worker.remove_cut_short_saves(old) == [] and (old / "checkpoint-3").exists()
+    (old / "best.tmp").mkdir()  # the best weights' staging folder is never whole, in any version
+    assert worker.remove_cut_short_saves(old) == ["best.tmp"]
+
+
+# -- a real run on a real full disk ------------------------------------------------------------------
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 3 MiB tmpfs: room for a run folder's files, not for a checkpoint of tiny-bert (about 8 MB of
+    weights); skipped where this process may not mount one."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.decode().strip()}")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.mark.slow
+def test_a_disk_that_fills_during_the_stop_checkpoint_fails_the_run_with_the_reason(tmp_path, small_disk,
+                                                                                        monkeypatch):
+    monkeypatch.setenv("ORTNB_FAULT", "slow:0.3")
+    config = tiny(tmp_path, backend="eager", max_steps=300, evaluate=False, output_dir=str(small_disk))
+    config.to_json(tmp_path / "config.json")
+    process = subprocess.Popen([sys.executable, "-m", "ortnb", "run", str(tmp_path / "config.json")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run_dir = None
+    try:
+        for line in process.stdout:
+            if " in " in line and run_dir is None and "ortnb run:" in line:
+                run_dir = line.split(" in ", 1)[1].strip()
+            if "samples/s" in line:
+                break
+        assert run_dir, "ortnb run never named its run folder"
+        run = ortnb.attach(run_dir)
+        run.stop(timeout=60)  # the stop checkpoint does not fit on the disk
+        out, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert run.wait(60) == "failed", run.events[-1:]
+    assert f"The disk holding {run.run_dir} is full (Error while serializing: I/O error: No space left on device" \
+        in run.error, run.error
+    assert "What it was saving (checkpoint-" in run.error and "is removed: it could not be loaded" in run.error
+    assert "Free space" in run.error and "Traceback" not in run.error.splitlines()[0]
+    assert layout.checkpoints(run.run_dir) == [] and not list(run.run_dir.glob("checkpoint-*"))  # space given back
+    assert_no_workers_within(run)
