@@ -13,6 +13,7 @@ transformers = pytest.importorskip("transformers")
 from ortnb import export as export_mod  # noqa: E402
 from ortnb.errors import ConfigError, ExportParityError, MissingDependencyError, OrtnbWarning  # noqa: E402
 from ortnb.export import ExportResult, export_onnx  # noqa: E402
+from ortnb.runner import layout  # noqa: E402
 
 TINY = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128, vocab_size=1000)
 
@@ -195,7 +196,10 @@ def test_a_folder_with_only_checkpoints_exports_the_latest(bert_classifier, llam
     run_dir = _run_folder(tmp_path)
     llama_lm.save_pretrained(run_dir / "checkpoint-2")
     bert_classifier.save_pretrained(run_dir / "checkpoint-10")  # 10 after 2: numbers, not text, are compared
-    (run_dir / "checkpoint-12").mkdir()  # a save cut short holds no config
+    for step in (2, 10):
+        layout.mark_whole(run_dir / f"checkpoint-{step}")  # as the run's callback does after each save
+    bert_classifier.save_pretrained(run_dir / "checkpoint-12")  # a save cut short: never marked whole
+    (run_dir / "checkpoint-14").mkdir()
     assert export_mod.find_model_dir(run_dir) == run_dir / "checkpoint-10"
 
 
