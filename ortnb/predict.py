@@ -6,6 +6,7 @@ classifier's class names come from the id2label its run saved (the data's class 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +27,6 @@ class Predictor:
         from transformers import AutoTokenizer
 
         from .progress import without_progress_bars
-        from .runner.launch import load_folder
 
         with without_progress_bars():
             tokenizer = AutoTokenizer.from_pretrained(folder)
@@ -95,3 +95,15 @@ def continue_text(predictor: Predictor, prompt: str, max_new_tokens: int = 40) -
         output = predictor.model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False,
                                           pad_token_id=predictor.tokenizer.pad_token_id)
     return predictor.tokenizer.decode(output[0, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+
+
+def load_folder(folder: Path):
+    """A save_pretrained folder as the model class its config names (causal LM or sequence classifier)."""
+    from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
+
+    from .progress import without_progress_bars
+
+    config = json.loads((Path(folder) / "config.json").read_text())
+    causal = any(a.endswith("ForCausalLM") for a in config.get("architectures", []))
+    with without_progress_bars():
+        return (AutoModelForCausalLM if causal else AutoModelForSequenceClassification).from_pretrained(folder)

@@ -2,52 +2,16 @@
 ``ortnb.launch`` and trained by transformers' Trainer) or "edge" (an EdgeConfig, started by ``ortnb.edge.train``
 and trained by ONNX Runtime's training API). ``attach`` reads that and hands back the Run for the kind.
 
-It sits above ``runner/`` and ``edge/`` so that neither imports the other to open a folder. A config.json that
-cannot be read (cut short by a crash, edited by hand, written by a newer ortnb) is named with its path and what
-to do, never a bare JSONDecodeError.
+It sits above ``runner/`` and ``edge/`` so that neither imports the other to open a folder; the config.json
+reader they share is ``run_folder.py``, below all three.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from .errors import ConfigError, RunFolderError
-
-CONFIG = "config.json"
-TRAINER, EDGE = "trainer", "edge"
-KINDS = (TRAINER, EDGE)
-
-
-def read_config(run_dir: str | Path) -> tuple[str, dict]:
-    """(kind, the config's fields without the kind) of a run folder. FileNotFoundError when it is not a run
-    folder; RunFolderError when its config.json is damaged or of a kind this ortnb does not know."""
-    path = Path(run_dir) / CONFIG
-    if not path.exists():
-        raise FileNotFoundError(f"{Path(run_dir)} is not a run folder: it holds no {CONFIG}. Pass a folder that "
-                                "launch() or `ortnb run` created (it prints it; run.run_dir holds it).")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as error:
-        raise RunFolderError(f"{path} is damaged: it is not text (byte {error.start}). {_WAY_OUT}") from None
-    except ValueError as error:
-        raise RunFolderError(f"{path} is damaged: it is not JSON ({error.msg}: line {error.lineno} column "
-                             f"{error.colno}; a write cut short, or an edit). {_WAY_OUT}") from None
-    except OSError as error:
-        raise RunFolderError(f"{path} cannot be read: {error.strerror or error}.") from None
-    if not isinstance(data, dict):
-        raise RunFolderError(f"{path} is damaged: it holds a JSON {type(data).__name__}, not the run's settings. "
-                             f"{_WAY_OUT}")
-    kind = data.pop("kind", TRAINER)  # ortnb before kinds wrote none: every such folder is a trainer run
-    if kind not in KINDS:
-        raise RunFolderError(f"{path} is a run of kind {kind!r}, which this ortnb ({_version()}) does not know (it "
-                             f"reads {', '.join(map(repr, KINDS))}): a newer ortnb wrote it; upgrade ortnb to read it.")
-    return kind, data
-
-
-_WAY_OUT = ("The run's settings are lost with it, so the folder cannot be read as a run: its metrics.jsonl and "
-            "checkpoints are still there to copy, and launching the run again starts afresh.")
-
+from .run_folder import CONFIG, EDGE, KINDS, TRAINER, read_config  # noqa: F401 - read_config, KINDS: public here too
 
 def attach(run_dir: str | Path):
     """A Run for an existing run folder (one started from the shell, by another kernel, or before a restart):
@@ -67,8 +31,3 @@ def attach(run_dir: str | Path):
     except ConfigError as error:  # fields this ortnb does not know: a newer one wrote them
         raise RunFolderError(f"{run_dir / CONFIG}: {error}") from None
 
-
-def _version() -> str:
-    from . import __version__
-
-    return __version__

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 import torch
@@ -68,6 +69,15 @@ TRAINING_MODULES = ("test_beyond_text", "test_custom_loop", "test_edge_fixes", "
 TRAINING_TESTS = ("test_public_names_resolve_lazily", "test_setup_makes_ortmodule_usable", "test_info_reports_versions",
                   "test_optimum_style_call_trains_with_ort", "test_live_callback_in_text_mode_prints_progress",
                   "test_a_child_of_a_big_process_reports_its_own_peak")
+
+
+def pytest_configure(config):
+    # A suite started in the background by a non-interactive shell (`bash .ci/run &`, nohup) inherits SIGINT
+    # ignored, as POSIX has it, and so does every ortnb command it starts: the Ctrl-C tests need SIGINT as a
+    # terminal delivers it. Python catches it again here, so the commands the tests start get it back too
+    # (exec resets a caught signal to its default; an ignored one would stay ignored).
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config, items):

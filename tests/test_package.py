@@ -107,3 +107,48 @@ def test_public_functions_survive_importing_every_submodule():
         if name != "__version__":
             assert not isinstance(getattr(ortnb, name), type(ortnb)), f"ortnb.{name} is a module"
     assert callable(ortnb.compare) and callable(ortnb.validate) and callable(ortnb.capabilities)
+
+
+def _imported_modules(path, name: str, modules: set[str]) -> set[str]:
+    """The ortnb modules one module imports, at any level (a function-level import counts too)."""
+    import ast
+
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            found.update(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names)
+    # A module importing its own parent package (or the top package) runs that package's __init__: not a cycle.
+    return {m for m in found if m in modules and m != "ortnb" and not name.startswith(m + ".")}
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    # runner/ and edge/ once reached each other through attach(), and the CLIs through format_step: a cycle
+    # makes import order matter and hides which layer a module belongs to.
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "ortnb"
+    paths = {".".join(p.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__"): p
+             for p in root.rglob("*.py")}
+    graph = {name: _imported_modules(path, name, set(paths)) for name, path in paths.items()}
+
+    def reaches(start: str, goal: str) -> list[str] | None:
+        seen, stack = set(), [(start, [start])]
+        while stack:
+            node, trail = stack.pop()
+            for nxt in graph[node]:
+                if nxt == goal:
+                    return trail + [goal]
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, trail + [nxt]))
+        return None
+
+    cycles = [" -> ".join(trail) for name in graph if (trail := reaches(name, name))]
+    assert cycles == [], cycles[:3]

@@ -114,7 +114,7 @@ class EdgeConfig:
     @classmethod
     def from_json(cls, path: Path) -> "EdgeConfig":
         """The config.json of an edge run folder (or its file), read as ortnb.attach reads it."""
-        from ..runs import read_config
+        from ..run_folder import read_config
 
         path = Path(path)
         _kind, data = read_config(path.parent if path.name == "config.json" else path)

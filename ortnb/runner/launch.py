@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -126,6 +125,8 @@ class Run:
         folder, what = self.model_folder(which)
         if not quiet:
             print(f"ortnb: loading {what} from {folder}")
+        from ..predict import load_folder
+
         return load_folder(folder)
 
     def predict(self, texts, which: str = "best") -> list[dict]:
@@ -336,18 +337,6 @@ def describe_value(best: dict) -> str:
     value = best.get("value")
     shown = f"{value:.4g}" if isinstance(value, (int, float)) else "?"
     return f"{METRIC_NAMES.get(best.get('metric'), best.get('metric'))} {shown}"
-
-
-def load_folder(folder: Path):
-    """A save_pretrained folder as the model class its config names (causal LM or sequence classifier)."""
-    from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
-
-    from ..progress import without_progress_bars
-
-    config = json.loads((Path(folder) / "config.json").read_text())
-    causal = any(a.endswith("ForCausalLM") for a in config.get("architectures", []))
-    with without_progress_bars():
-        return (AutoModelForCausalLM if causal else AutoModelForSequenceClassification).from_pretrained(folder)
 
 
 def _error_text(record: dict) -> str | None:
