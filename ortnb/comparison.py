@@ -10,13 +10,11 @@ engine column says what really ran (an ORT run that fell back to PyTorch shows `
 from __future__ import annotations
 
 import itertools
-import statistics
 from typing import Callable
 
-from . import judge
+from . import judge, runner, stats
 from .config import RunConfig, fields
 from .errors import ConfigError
-from . import runner
 from .runner import Run
 from .validation import validate
 
@@ -173,8 +171,7 @@ def table(summaries: list[list[dict]], baseline: int = 0):
 
 def _row(runs: list[dict]) -> dict:
     def median(key):
-        values = [r[key] for r in runs if r.get(key) is not None]
-        return statistics.median(values) if values else None
+        return stats.median(r.get(key) for r in runs)
 
     engines = sorted({r.get("engine") or "none" for r in runs})
     statuses = sorted({r["status"] for r in runs})

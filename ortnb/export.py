@@ -12,7 +12,6 @@ onnxruntime and onnx are imported inside the functions: ``import ortnb.export`` 
 from __future__ import annotations
 
 import inspect
-import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import _imports
+from . import _imports, files
 from .errors import ConfigError, ExportParityError, OrtnbWarning
 
 # task -> (transformers' name table used to recognise architectures, Auto class, output field)
@@ -102,10 +101,7 @@ def _task_for(class_names: list[str]) -> str:
 
 
 def _read_config(folder: Path) -> dict:
-    try:
-        return json.loads((folder / "config.json").read_text())
-    except (OSError, ValueError):
-        return {}
+    return files.read_json_object(folder / "config.json") or {}
 
 
 def _is_model_dir(folder: Path) -> bool:

@@ -7,6 +7,7 @@ previous file, or none, and a leftover temporary name that no reader looks at.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -28,3 +29,14 @@ def write_atomic(path: str | Path, content: str | bytes, *, durable: bool = Fals
     except BaseException:
         temporary.unlink(missing_ok=True)  # a full disk: the partial temporary must not take what space is left
         raise
+
+
+def read_json_object(path: str | Path) -> dict | None:
+    """The JSON object in ``path``, or None when the file is missing, unreadable, cut short, not JSON or not an
+    object: for the state files a reader may catch half-written or absent, and treats as not there (every
+    reader says what that means for it; the files whose damage must be named use their own reader)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .stats import iqr, median, quartiles
 
 # tokens_per_s counts padded tokens (the work the engine did); real_tokens_per_s the text trained on.
 STEP_COLUMNS = ["step", "wall_time", "step_time", "samples_per_s", "tokens_per_s", "real_tokens_per_s", "seq_len",
@@ -132,14 +133,14 @@ def summarize(records: list[dict], warmup_steps: int) -> dict:
     engine = next((e for e in reversed(events(records, "engine"))), {})
     summary = {
         "steps_measured": len(measured),
-        "samples_per_s": _median(r["samples_per_s"] for r in measured),
-        "samples_per_s_iqr": _iqr([r["samples_per_s"] for r in measured]),
+        "samples_per_s": median(r["samples_per_s"] for r in measured),
+        "samples_per_s_iqr": iqr([r["samples_per_s"] for r in measured]),
         **_quartiles("samples_per_s", [r["samples_per_s"] for r in measured]),
-        "tokens_per_s": _median(r["tokens_per_s"] for r in measured),
-        "tokens_per_s_iqr": _iqr([r["tokens_per_s"] for r in measured if r.get("tokens_per_s") is not None]),
-        "real_tokens_per_s": _median(r.get("real_tokens_per_s") for r in measured),
+        "tokens_per_s": median(r["tokens_per_s"] for r in measured),
+        "tokens_per_s_iqr": iqr([r["tokens_per_s"] for r in measured if r.get("tokens_per_s") is not None]),
+        "real_tokens_per_s": median(r.get("real_tokens_per_s") for r in measured),
         "padding_fraction": padding_fraction(measured),
-        "step_time_s": _median(r["step_time"] for r in measured),
+        "step_time_s": median(r["step_time"] for r in measured),
         "peak_rss_mb": max((max(r["peak_rss_mb"]) for r in steps(records) if r.get("peak_rss_mb")), default=None),
         "optimizer_state_mb": max(_last(steps(records), "optimizer_state_mb") or [None], key=lambda v: v or 0),
         "final_loss": _last(steps(records), "loss"),
@@ -233,7 +234,7 @@ def contention_summary(measured: list[dict]) -> dict:
     """The median share of the cores other work took while the run measured, and whether that flags it."""
     from .contention import CONTENDED_SHARE
 
-    share = _median(r.get("other_cpu") for r in measured)
+    share = median(r.get("other_cpu") for r in measured)
     return {"contended_share": share, "contended": share is not None and share > CONTENDED_SHARE}
 
 
@@ -246,7 +247,7 @@ def mfu_summary(measured: list[dict]) -> dict:
         return {"mfu": None, "mfu_error": (f"MFU not shown: {len(over)} step{'s' if len(over) > 1 else ''} reached "
                                            f"{max(over):.0%} of the measured peak, so that peak was measured too "
                                            "low; it is measured again for the next runs")}
-    return {"mfu": _median(values), "mfu_error": None}
+    return {"mfu": median(values), "mfu_error": None}
 
 
 def padding_fraction(step_records: list[dict]) -> float | None:
@@ -257,30 +258,10 @@ def padding_fraction(step_records: list[dict]) -> float | None:
     return 1.0 - real / padded if padded else None
 
 
-def _median(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
-
-
-def quartiles(values: list[float]) -> tuple[float | None, float | None]:
-    """p25 and p75 of every view's figures (None below 4 values: too few for a spread)."""
-    if len(values) < 4:
-        return None, None
-    low, _, high = statistics.quantiles(values, n=4)
-    return low, high
-
-
 def _quartiles(name: str, values: list[float]) -> dict:
     """p25 and p75 (the interquartile range as the range it is; None below 4 values, as the IQR)."""
     low, high = quartiles(values)
     return {f"{name}_p25": low, f"{name}_p75": high}
-
-
-def _iqr(values: list[float]):
-    if len(values) < 4:
-        return None
-    quartiles = statistics.quantiles(values, n=4)
-    return quartiles[2] - quartiles[0]
 
 
 def _last(records: list[dict], key: str):

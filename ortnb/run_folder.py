@@ -51,3 +51,10 @@ def _version() -> str:
     from . import __version__
 
     return __version__
+
+
+def checkpoint_step(path: str | Path, prefix: str) -> int | None:
+    """The step of a checkpoint named ``<prefix>-N`` (a trainer run's checkpoint-N folders, an edge run's
+    checkpoints/step-N files); None for any other name (checkpoint-N.tmp, step-latest, a stray file)."""
+    head, dash, tail = Path(path).name.partition("-")
+    return int(tail) if head == prefix and dash and tail.isdigit() else None

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..memory import peak_rss_mb
+from ..run_folder import checkpoint_step
 from ..runner import control
 from . import batches, manifest
 from .config import EdgeConfig
@@ -47,8 +48,9 @@ def latest_checkpoint(folder: Path) -> Path | None:
     folder = Path(folder)
     if folder.is_file():
         return folder
-    found = [p for p in (folder / CHECKPOINTS).glob("step-*") if p.name[5:].isdigit() and p.stat().st_size > 0]
-    return max(found, key=lambda p: int(p.name[5:]), default=None)
+    found = [p for p in (folder / CHECKPOINTS).glob("step-*")
+             if checkpoint_step(p, "step") is not None and p.stat().st_size > 0]
+    return max(found, key=lambda p: checkpoint_step(p, "step"), default=None)
 
 
 def open_session(api, cfg: EdgeConfig) -> Session:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .. import files
 from ..errors import ConfigError
+from ..run_folder import checkpoint_step
 from ..runner import layout, liveness
 from ..runner.launch import Run
 from . import batches, loop, manifest
@@ -106,7 +107,7 @@ def _resume_step(cfg: EdgeConfig) -> int | None:
     if checkpoint is None:
         raise ConfigError(f"resume_from={cfg.resume_from!r} holds no checkpoint: pass an edge run (or its folder) "
                           f"that saved one, or one of its {loop.CHECKPOINTS}/step-N files")
-    step = int(checkpoint.name.rpartition("-")[2]) if checkpoint.name.rpartition("-")[2].isdigit() else 0
+    step = checkpoint_step(checkpoint, "step") or 0
     if step >= cfg.steps:
         raise ConfigError(f"steps={cfg.steps}: the checkpoint {checkpoint.name} is at step {step} already; steps "
                           f"counts from the first run, so pass steps over {step} to train on")

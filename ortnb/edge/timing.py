@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -20,7 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import manifest, trainable as trainable_names
+from .. import stats
+from . import manifest
+from . import trainable as trainable_names
 
 ENGINES = {"api": "onnxruntime-training-api", "ort": "onnxruntime", "eager": "pytorch"}
 NAMES = {"api": "training API", "ort": "ORTModule", "eager": "PyTorch eager"}
@@ -173,18 +174,20 @@ def compare_steps(configurations: list[Configuration], model, rows: list[dict], 
     return _table(configurations, times, results)
 
 
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else 1000 * seconds
+
+
 def _table(configurations, times, results):
     import pandas as pd
 
     rows = []
     for configuration in configurations:
         values, runs = times[configuration.label], results[configuration.label]
-        quartiles = statistics.quantiles(values, n=4) if len(values) >= 4 else None
         errors = [r.get("error") or r.get("not_counted") for r in runs if "error" in r or "not_counted" in r]
         engines = sorted({r["engine"] for r in runs if "engine" in r})
         rows.append({"configuration": configuration.label, "engine": "/".join(engines) or "failed",
-                     "median_ms": 1000 * statistics.median(values) if values else None,
-                     "iqr_ms": 1000 * (quartiles[2] - quartiles[0]) if quartiles else None,
+                     "median_ms": _ms(stats.median(values)), "iqr_ms": _ms(stats.iqr(values)),
                      "steps": len(values), "peak_rss_mb": max((r["peak_rss_mb"] for r in runs if "peak_rss_mb" in r),
                                                                default=None),
                      "error": errors[0] if errors else None})

@@ -9,6 +9,7 @@ import signal
 import time
 from pathlib import Path
 
+from .. import files
 from . import layout, liveness
 
 
@@ -24,10 +25,7 @@ def stop_requested(run_dir: Path) -> bool:
 
 def forced_stop_reason(run_dir: Path) -> str:
     """What a forced stop did and what it kept, for the ``stopped`` event's ``reason``."""
-    try:
-        timeout = json.loads((Path(run_dir) / layout.STOP).read_text()).get("timeout")
-    except (OSError, ValueError, AttributeError):
-        timeout = None
+    timeout = (files.read_json_object(Path(run_dir) / layout.STOP) or {}).get("timeout")
     waited = f"within {timeout:g} s of the stop request" if isinstance(timeout, (int, float)) else "in time"
     kept = layout.checkpoints(run_dir)
     checkpoint = (f"the last checkpoint is {kept[-1].name} (load_model() loads it)" if kept

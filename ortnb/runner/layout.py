@@ -35,22 +35,24 @@ def checkpoints(run_dir: Path) -> list[Path]:
     no longer have the sizes it lists, was cut short (a kill, a full disk) and does not count. In folders
     from before markers (a Trainer's output_dir, an ortnb run whose config.json names no kind) a checkpoint
     counts when it holds a config.json and weights."""
-    found = [p for p in Path(run_dir).glob("checkpoint-*") if p.is_dir() and p.name.split("-")[-1].isdigit()]
+    from ..run_folder import checkpoint_step
+
+    found = [p for p in Path(run_dir).glob("checkpoint-*")
+             if p.is_dir() and checkpoint_step(p, "checkpoint") is not None]
     if marks_checkpoints(run_dir) or any((p / CHECKPOINT_MARKER).exists() for p in found):
         complete = [p for p in found if is_whole(p)]
     else:
         complete = [p for p in found if (p / "config.json").exists()
                     and (any(p.glob("model*.safetensors")) or any(p.glob("pytorch_model*.bin")))]
-    return sorted(complete, key=lambda p: int(p.name.split("-")[-1]))
+    return sorted(complete, key=lambda p: checkpoint_step(p, "checkpoint"))
 
 
 def marks_checkpoints(run_dir: Path) -> bool:
     """Whether the run folder was written by an ortnb that marks whole checkpoints: its config.json names
     the run's kind (both arrived in the same version)."""
-    try:
-        return "kind" in json.loads((Path(run_dir) / CONFIG).read_text())
-    except (OSError, ValueError, TypeError):
-        return False
+    from .. import files
+
+    return "kind" in (files.read_json_object(Path(run_dir) / CONFIG) or {})
 
 
 def mark_whole(folder: Path) -> None:
@@ -76,11 +78,10 @@ def is_whole(folder: Path) -> bool:
 def best(run_dir: Path) -> dict | None:
     """The best evaluation's marker ({step, metric, value, ...}, with ``folder``) when best/ is whole; else None."""
     folder = Path(run_dir) / BEST
-    try:
-        marker = json.loads((folder / BEST_MARKER).read_text())
-    except (OSError, ValueError):
-        return None
-    return {**marker, "folder": str(folder)} if isinstance(marker, dict) else None
+    from .. import files
+
+    marker = files.read_json_object(folder / BEST_MARKER)
+    return {**marker, "folder": str(folder)} if marker is not None else None
 
 
 def new_run_dir(output_dir: str | Path, label: str) -> Path:

@@ -77,11 +77,8 @@ def read_processes(run_dir: Path) -> dict[str, dict]:
     not what it says: process_alive checks the process against it)."""
     found = {}
     for role in ROLES:
-        try:
-            entry = json.loads(layout.process_file(run_dir, role).read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(entry, dict):
+        entry = files.read_json_object(layout.process_file(run_dir, role))
+        if entry is not None:
             found[role] = {**entry, "run_dir": str(run_dir)}
     return found
 

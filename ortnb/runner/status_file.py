@@ -36,11 +36,7 @@ def write(run_dir: Path, **fields) -> bool:
 
 def read(run_dir: Path) -> dict | None:
     """The recorded fields, or None (no file yet, or caught half-overwritten: read again later)."""
-    try:
-        data = json.loads((Path(run_dir) / layout.STATUS).read_text(errors="replace"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return files.read_json_object(Path(run_dir) / layout.STATUS)
 
 
 def _write_padded(path: Path, text: str) -> None:

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import errno
-import json
 import math
 import os
 import shutil
@@ -14,7 +13,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from .. import evaluation
+from .. import evaluation, files
 from ..config import DEFAULT_STEPS, RunConfig
 from ..errors import ConfigError
 from . import layout, liveness, orphan, status_file
@@ -119,7 +118,7 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
     trainer.train()
     outcome = "stopped" if callback.stopped else "completed"
     if writer and peak and callback.max_mfu > 1.0:
-        dtype = json.loads((run_dir / layout.PEAK).read_text()).get("dtype", "fp32")
+        dtype = (files.read_json_object(run_dir / layout.PEAK) or {}).get("dtype", "fp32")
         old, new = flops.raise_peak(dtype, callback.max_mfu * peak)
         writer.event("peak", dtype=dtype, old=old, new=new, reason="a step reached more than the measured peak")
     if not callback.stopped:  # a stopped run was checkpointed by Trainer (RunCallback asked for a save)
@@ -143,10 +142,7 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
 
 def _run_peak(run_dir: Path) -> float | None:
     """The peak FLOP/s the supervisor recorded for this run; None (no MFU) when the file is missing or damaged."""
-    try:
-        value = json.loads((run_dir / layout.PEAK).read_text()).get("flops")
-    except (OSError, ValueError, AttributeError):
-        return None
+    value = (files.read_json_object(run_dir / layout.PEAK) or {}).get("flops")
     return value if isinstance(value, (int, float)) and value > 0 else None
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import judge
-from ..metrics import quartiles
+from ..stats import quartiles
 from ..config import RunConfig
 from ..contention import CONTENDED_SHARE
 from .search import ranked

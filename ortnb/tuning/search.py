@@ -18,6 +18,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable
 
+from .. import stats
 from .space import RUNG1_STEPS, WARMUP_STEPS, Candidate, prior_effect, prior_overhead, prior_step, samples_per_step
 
 NOISE = 0.1  # spread of one short run's log samples/s (a shared 2-core machine)
@@ -145,7 +146,7 @@ class Costs:
         """Seconds per step: measured, else from the predicted samples/s once anything was measured."""
         own = candidate.values("step_time")
         if own:
-            return statistics.median(own)
+            return stats.median(own)
         if any(c.samples_per_s for c in self.candidates):
             return samples_per_step(self.settings(candidate)) / math.exp(predicted[candidate.index])
         return prior_step(self.settings(candidate))
@@ -263,5 +264,4 @@ class Search:
 
 
 def _measured(record: dict) -> float | None:
-    values = record.get("samples_per_s") or []
-    return statistics.median(values) if values else None
+    return stats.median(record.get("samples_per_s") or [])

@@ -7,9 +7,9 @@ Pure apart from validate(): no run starts here.
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass, field
 
+from .. import stats
 from ..config import RunConfig
 from ..errors import ConfigError
 from ..hardware import Capabilities
@@ -132,8 +132,7 @@ class Candidate:
         return [v for r in self.measured_runs() for v in r.get(key) or [] if v is not None]
 
     def median(self, key: str) -> float | None:
-        values = self.values(key)
-        return statistics.median(values) if values else None
+        return stats.median(self.values(key))
 
     @property
     def samples_per_s(self) -> float | None:
