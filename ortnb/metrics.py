@@ -16,13 +16,9 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .records import FINAL_EVENTS, STEP_COLUMNS  # noqa: F401 - FINAL_EVENTS: read through metrics too
 from .stats import iqr, median, quartiles
 
-# tokens_per_s counts padded tokens (the work the engine did); real_tokens_per_s the text trained on.
-STEP_COLUMNS = ["step", "wall_time", "step_time", "samples_per_s", "tokens_per_s", "real_tokens_per_s", "seq_len",
-                "loss", "learning_rate", "grad_norm", "peak_rss_mb", "gpu_memory_mb", "optimizer_state_mb", "mfu",
-                "other_cpu"]
-FINAL_EVENTS = ("completed", "stopped", "failed")
 PHASES = ("loading model", "tokenizing", "starting training", "ONNX export", "graph build", "first step")
 # Older streams wrote non-finite floats as these strings; they are numbers again on read.
 _NON_FINITE = {"nan": math.nan, "NaN": math.nan, "inf": math.inf, "Infinity": math.inf, "-inf": -math.inf,

@@ -44,7 +44,7 @@ def cmd_train(options: argparse.Namespace) -> int:
     run.wait()
     for evaluation in run.evaluations:
         print(f"eval at step {evaluation['step']}: loss {evaluation['eval_loss']:.4f}, "
-              f"accuracy {evaluation['eval_accuracy']:.3f} on {evaluation['eval_samples']} rows")
+              f"accuracy {evaluation['accuracy']:.3f} on {evaluation['samples']} rows")
     print(f"ortnb edge train: {run.status}; engine {run.summary()['engine']}; checkpoint {run.checkpoint}; "
           f"inference model {run.inference_model}")
     if run.status == "failed":

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import records
 from ..memory import peak_rss_mb
 from ..run_folder import checkpoint_step
 from ..runner import control
@@ -100,7 +101,7 @@ def evaluate(session: Session, data: batches.Batches) -> dict:
         loss, logits = session.module(*[inputs[name] for name in session.info.inputs], labels)
         total_loss += float(loss) * len(chosen)
         correct += int((np.asarray(logits).argmax(-1) == labels).sum())
-    return {"eval_loss": total_loss / count, "eval_accuracy": correct / count, "eval_samples": count}
+    return {"eval_loss": total_loss / count, "accuracy": correct / count, "samples": count}
 
 
 def save(session: Session, run_dir: Path, step: int) -> Path:
@@ -118,11 +119,9 @@ def save(session: Session, run_dir: Path, step: int) -> Path:
 def step_record(step: int, step_time: float, inputs: dict, loss: float, lr: float) -> dict:
     mask = inputs["attention_mask"]
     rows, width = mask.shape
-    return {"kind": "step", "step": step, "wall_time": time.time(), "step_time": step_time,
-            "samples_per_s": rows / step_time, "tokens_per_s": rows * width / step_time,
-            "real_tokens_per_s": int(mask.sum()) / step_time, "seq_len": int(width), "loss": loss,
-            "learning_rate": lr, "grad_norm": None, "peak_rss_mb": [peak_rss_mb()], "optimizer_state_mb": None,
-            "gpu_memory_mb": None, "mfu": None}
+    return records.step(step, step_time=step_time, samples=rows, padded_tokens=rows * width,
+                        real_tokens=int(mask.sum()), seq_len=width, loss=loss, learning_rate=lr,
+                        peak_rss_mb=[peak_rss_mb()])
 
 
 def run(run_dir: Path, cfg: EdgeConfig, writer, api, fixes: list[str], stop) -> str:
@@ -146,7 +145,7 @@ def run(run_dir: Path, cfg: EdgeConfig, writer, api, fixes: list[str], stop) -> 
                  parameters=info.trainable_parameters + info.frozen_parameters,
                  trainable_parameters=info.trainable_parameters)
     if held_out is not None:
-        writer.event("eval", step=session.step, **evaluate(session, held_out))
+        writer.write(records.evaluation(session.step, metric="accuracy", **evaluate(session, held_out)))
     writer.event("phase", phase="first step")
     outcome, step, first_step_s = "completed", session.step, None
     while step < cfg.steps:
@@ -168,10 +167,10 @@ def run(run_dir: Path, cfg: EdgeConfig, writer, api, fixes: list[str], stop) -> 
         if cfg.save_every and step % cfg.save_every == 0:
             save(session, run_dir, step)
         if held_out is not None and cfg.eval_every and step % cfg.eval_every == 0 and step < cfg.steps:
-            writer.event("eval", step=step, **evaluate(session, held_out))
+            writer.write(records.evaluation(step, metric="accuracy", **evaluate(session, held_out)))
     saved = save(session, run_dir, step)
     if held_out is not None and outcome == "completed":
-        writer.event("eval", step=step, **evaluate(session, held_out))
+        writer.write(records.evaluation(step, metric="accuracy", **evaluate(session, held_out)))
     session.module.export_model_for_inferencing(str(run_dir / INFERENCE_MODEL), [info.output])
     writer.event("engine", **engine_report(info, fixes, first_step_s))
     writer.event(outcome, step=step, checkpoint=str(saved), inference_model=str(run_dir / INFERENCE_MODEL),

@@ -41,7 +41,8 @@ class EdgeRun(Run):
 
     @property
     def evaluations(self) -> list[dict]:
-        """Each eval event: step, eval_loss, eval_accuracy (before the first step, and at the end)."""
+        """Each eval event (records.evaluation): step, eval_loss, accuracy, samples, metric "accuracy" (before
+        the first step, every eval_every steps, and at the end), named as a trainer run's are."""
         return [e for e in self.events if e.get("event") == "eval"]
 
     def load_model(self):

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 from transformers import TrainerCallback
 
-from .. import contention
+from .. import contention, records
 from ..memory import peak_rss_mb
 from . import layout
 
@@ -85,17 +85,15 @@ class RunCallback(TrainerCallback):
                                    f"step {state.global_step}); training stopped without writing anything. "
                                    "Launch the run again.")
         padded, real, flops = (sum(r[index] for r in ranks) for index in (5, 6, 7))
-        self._pending = {
-            "step": state.global_step, "wall_time": time.time(), "step_time": step_time,
-            "samples_per_s": self.samples_per_step / step_time,
+        self._pending = dict(  # records.step once on_log brings the loss
+            step=state.global_step, wall_time=time.time(), step_time=step_time, samples=self.samples_per_step,
             # padded tokens are the work the engine did; real tokens the text it trained on
-            "tokens_per_s": padded / step_time, "real_tokens_per_s": real / step_time,
-            "seq_len": int(max(r[8] for r in ranks)),
-            "peak_rss_mb": [r[0] for r in ranks], "optimizer_state_mb": [r[1] for r in ranks],
-            "gpu_memory_mb": [r[2] for r in ranks] if torch.cuda.is_available() else None,
-            "mfu": flops / step_time / self.peak_flops if self.peak_flops else None,
-            "other_cpu": self._other_cpu(sum(r[9] for r in ranks), step_time),
-        }
+            padded_tokens=padded, real_tokens=real, seq_len=int(max(r[8] for r in ranks)),
+            peak_rss_mb=[r[0] for r in ranks], optimizer_state_mb=[r[1] for r in ranks],
+            gpu_memory_mb=[r[2] for r in ranks] if torch.cuda.is_available() else None,
+            mfu=flops / step_time / self.peak_flops if self.peak_flops else None,
+            other_cpu=self._other_cpu(sum(r[9] for r in ranks), step_time),
+        )
         if self._pending["mfu"] is not None and state.global_step > 1:  # the first step holds the graph build
             self.max_mfu = max(self.max_mfu, self._pending["mfu"])
         if state.global_step == 1 and self.writer and self.trainer is not None:
@@ -133,8 +131,8 @@ class RunCallback(TrainerCallback):
         if not logs or "loss" not in logs or not self._pending:
             return
         loss = float(logs["loss"])
-        record = {"kind": "step", **self._pending, "loss": loss, "learning_rate": logs.get("learning_rate"),
-                  "grad_norm": logs.get("grad_norm")}
+        record = records.step(**self._pending, loss=loss, learning_rate=logs.get("learning_rate"),
+                              grad_norm=logs.get("grad_norm"))
         self._pending = {}
         if self.writer:
             self.writer.write(record)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
-from .. import evaluation
+from .. import evaluation, records
 from . import layout
 
 
@@ -75,7 +75,7 @@ class EvalCallback(TrainerCallback):
             record["early_stop"] = (f"no better {evaluation.METRIC_NAMES[self.tracker.metric]} in "
                                     f"{self.tracker.since_best} evaluations since step {self.tracker.best_step}")
         if self.writer:
-            self.writer.event("eval", **record)
+            self.writer.write(records.evaluation(**record))
         if self.on_evaluated:
             self.on_evaluated()
 

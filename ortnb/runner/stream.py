@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
+
+from .. import records
 
 
 def encode(record: dict) -> str:
@@ -36,7 +37,7 @@ class MetricsWriter:
         self._handle.flush()  # a crash right after a step still leaves that step on disk
 
     def event(self, name: str, **data) -> None:
-        self.write({"kind": "event", "event": name, "time": time.time(), **data})
+        self.write(records.event(name, **data))
 
     def close(self) -> None:
         self._handle.close()

@@ -6,7 +6,7 @@ import time
 
 from transformers import TrainerCallback
 
-from .. import charts
+from .. import charts, records
 from ..display import Throttle, warn_text_mode, widget_frontend
 from ..memory import peak_rss_mb
 
@@ -25,16 +25,11 @@ def eval_record(step: int, logs: dict, metric_for_best_model: str | None = None)
     """A Trainer evaluation's logs as the eval event the Dashboard's runs write (the same chart draws both):
     eval_loss and, where compute_metrics gave them, accuracy and f1. The metric is Trainer's
     metric_for_best_model when set, else accuracy when there is one, else the loss."""
-    record = {"kind": "event", "event": "eval", "step": step, "eval_loss": float(logs["eval_loss"])}
-    for name in ("accuracy", "f1"):
-        if isinstance(logs.get(f"eval_{name}"), (int, float)):
-            record[name] = float(logs[f"eval_{name}"])
+    measured = {name: float(logs[f"eval_{name}"]) for name in ("accuracy", "f1")
+                if isinstance(logs.get(f"eval_{name}"), (int, float))}
     chosen = (metric_for_best_model or "").removeprefix("eval_")
-    if chosen == "eval_loss":
-        chosen = "loss"
-    record["metric"] = chosen if chosen in ("loss", "accuracy", "f1") and (chosen == "loss" or chosen in record) \
-        else ("accuracy" if "accuracy" in record else "loss")
-    return record
+    metric = chosen if chosen == "loss" or chosen in measured else ("accuracy" if "accuracy" in measured else "loss")
+    return records.evaluation(step, eval_loss=logs["eval_loss"], metric=metric, **measured)
 
 
 class LiveCallback(TrainerCallback):
@@ -79,9 +74,9 @@ class LiveCallback(TrainerCallback):
             return
         if not logs or "loss" not in logs or not state.is_world_process_zero:
             return
-        record = {"kind": "step", "step": state.global_step, "loss": float(logs["loss"]),
-                  "samples_per_s": self._samples_per_step / self._step_time, "step_time": self._step_time,
-                  "peak_rss_mb": [peak_rss_mb()]}
+        record = records.step(state.global_step, step_time=self._step_time, samples=self._samples_per_step,
+                              loss=float(logs["loss"]), learning_rate=logs.get("learning_rate"),
+                              grad_norm=logs.get("grad_norm"), peak_rss_mb=[peak_rss_mb()])
         self.records.append(record)
         if not self.widgets:
             from ..terminal import format_step
