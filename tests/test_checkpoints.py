@@ -1,5 +1,5 @@
 """A checkpoint counts only when its whole save is on the disk (runner/layout.py), and a full disk during a
-save is named as a full disk (runner/worker.py), with the real errors the libraries raise."""
+save is named as a full disk (runner/full_disk.py), with the real errors the libraries raise."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import sys
 import pytest
 
 import ortnb
-from ortnb.runner import layout, worker
+from ortnb.runner import full_disk, layout
 
 from .test_runner import assert_no_workers_within, tiny
 
@@ -95,7 +95,7 @@ def test_safetensors_words_for_a_full_disk_read_as_a_full_disk(tmp_path, monkeyp
     saved(run_dir / "checkpoint-8", marked=False)
     # What safetensors 0.x raised on a 64 KiB tmpfs (its Rust I/O error, not an OSError):
     error = SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
-    message = worker.describe_error(error, run_dir)
+    message = full_disk.describe_error(error, run_dir)
     assert message.startswith(f"The disk holding {run_dir} is full (Error while serializing: I/O error: No space")
     assert "What it was saving (checkpoint-8) was cut short and is removed: it could not be loaded." in message
     assert "Free space (earlier runs in" in message and message.endswith("launch the run again.")
@@ -113,19 +113,19 @@ def test_torch_saves_unhelpful_words_read_as_a_full_disk_only_when_the_disk_is_f
     except RuntimeError as caught:
         error = caught
     monkeypatch.setattr(shutil, "disk_usage", lambda _path: Usage(10**12, 10**11, 9 * 10**11))
-    assert worker.describe_error(error, run_dir) == f"RuntimeError: {error}"
+    assert full_disk.describe_error(error, run_dir) == f"RuntimeError: {error}"
     monkeypatch.setattr(shutil, "disk_usage", lambda _path: Usage(10**9, 10**9 - 4096, 4096))
-    assert worker.describe_error(error, run_dir).startswith(f"The disk holding {run_dir} is full ([enforce fail")
-    assert worker.disk_full(OSError(28, os.strerror(28)), run_dir)
+    assert full_disk.describe_error(error, run_dir).startswith(f"The disk holding {run_dir} is full ([enforce fail")
+    assert full_disk.disk_full(OSError(28, os.strerror(28)), run_dir)
 
 
 def test_cut_short_saves_of_a_folder_from_before_markers_are_left_alone(tmp_path):
     old = tmp_path / "old"
     saved(old / "checkpoint-3", marked=False)
     (old / layout.CONFIG).write_text(json.dumps({"backend": "eager"}))  # a RunConfig from before kinds
-    assert worker.remove_cut_short_saves(old) == [] and (old / "checkpoint-3").exists()
+    assert full_disk.remove_cut_short_saves(old) == [] and (old / "checkpoint-3").exists()
     (old / "best.tmp").mkdir()  # the best weights' staging folder is never whole, in any version
-    assert worker.remove_cut_short_saves(old) == ["best.tmp"]
+    assert full_disk.remove_cut_short_saves(old) == ["best.tmp"]
 
 
 # -- a real run on a real full disk ------------------------------------------------------------------

@@ -258,6 +258,26 @@ def test_a_killed_run_reads_failed_and_keeps_its_last_whole_checkpoint(artifacts
     assert again.metrics["step"].tolist() == [kept + 1, kept + 2]
 
 
+def test_deleting_an_edge_run_folder_mid_run_stops_it_and_it_stays_deleted(artifacts, rows, tmp_path):
+    """The same protocol as a trainer run (runner/recorder.py): the worker sees the folder gone after a step,
+    writes nothing more (no checkpoint, no inference model bringing the folder back) and ends."""
+    import shutil
+
+    from ortnb.edge import train
+
+    live = train(artifacts, rows[0], steps=100000, batch_size=4, learning_rate=1e-4, output_dir=tmp_path,
+                 wait=False)
+    deadline = time.monotonic() + 120
+    while len(live.metrics) < 3 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    shutil.rmtree(live.run_dir)
+    assert live.wait(timeout=60) == "failed"
+    assert "the run folder was deleted while the run trained" in live.error, live.error
+    assert live._process.wait(timeout=30) == 1  # the worker saw it after its next step
+    time.sleep(1)  # a worker that carried on would recreate files by now
+    assert not live.run_dir.exists()
+
+
 def test_step_times_in_fresh_processes_name_their_engine(artifacts, model, rows, tmp_path):
     """The comparison the notebook shows: each configuration in its own process, the training API's without
     PyTorch; the engine that ran and each process's peak memory are reported."""

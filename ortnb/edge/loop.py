@@ -124,9 +124,11 @@ def step_record(step: int, step_time: float, inputs: dict, loss: float, lr: floa
                         peak_rss_mb=[peak_rss_mb()])
 
 
-def run(run_dir: Path, cfg: EdgeConfig, writer, api, fixes: list[str], stop) -> str:
+def run(run_dir: Path, cfg: EdgeConfig, writer, api, fixes: list[str], stop, after_step=None) -> str:
     """Train to ``cfg.steps``; returns "completed" or "stopped". ``stop()`` says a stop was asked for
-    (the STOP file, SIGTERM or SIGINT): the loop ends after the step in progress, with a checkpoint."""
+    (the STOP file, SIGTERM or SIGINT): the loop ends after the step in progress, with a checkpoint.
+    ``after_step(step)`` runs before anything of a step is written and may raise to end the run
+    (Recorder.check_folder: the folder was deleted under it)."""
     run_dir = Path(run_dir)
     writer.event("phase", phase="loading model")
     started = time.perf_counter()
@@ -158,6 +160,8 @@ def run(run_dir: Path, cfg: EdgeConfig, writer, api, fixes: list[str], stop) -> 
         began = time.perf_counter()
         loss, _ = train_step(session, inputs, labels, lr)
         took = time.perf_counter() - began
+        if after_step is not None:
+            after_step(step)
         writer.write(step_record(step, took, inputs, loss, lr))
         if first_step_s is None:
             first_step_s = time.perf_counter() - started

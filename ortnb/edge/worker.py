@@ -6,10 +6,8 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
-import traceback
 from pathlib import Path
 
 from .notorch import hide_torch
@@ -17,41 +15,32 @@ from .notorch import hide_torch
 
 def main(argv: list[str] | None = None) -> int:
     hide_torch()  # first: nothing below may reach for PyTorch
-    from ..runner import control, liveness, status_file
-    from ..runner.layout import CONFIG, METRICS
-    from ..runner.stream import MetricsWriter
-    from ..runner.worker import describe_error
+    from ..runner import control
+    from ..runner.layout import CONFIG
+    from ..runner.recorder import Recorder
     from . import loop
     from .config import EdgeConfig
     from .notorch import import_training_api
 
     run_dir = Path((argv or sys.argv[1:])[0]).resolve()
-    liveness.record_process(run_dir, "writer", os.getpid())
-    status_file.reserve(run_dir)
-    heartbeat = liveness.start_heartbeat(run_dir)
+    # No supervisor above this process: it owns the run's status.json
+    recorder = Recorder.open(run_dir, owns_status=True)
     signalled: list[int] = []
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):  # end after the step in progress, with a checkpoint
         signal.signal(signum, lambda number, _frame: signalled.append(number))
-    writer = MetricsWriter(run_dir / METRICS)
     try:
         cfg = EdgeConfig.from_json(run_dir / CONFIG)
         api, fixes = import_training_api()
-        outcome = loop.run(run_dir, cfg, writer, api, fixes,
-                           stop=lambda: bool(signalled) or control.stop_requested(run_dir))
-        status_file.write(run_dir, status=outcome)
+        outcome = loop.run(run_dir, cfg, recorder.writer, api, fixes,
+                           stop=lambda: bool(signalled) or control.stop_requested(run_dir),
+                           after_step=recorder.check_folder)
+        recorder.finish(outcome)
         return 0
     except BaseException as error:  # noqa: BLE001 - every failure must reach the notebook
-        tail = traceback.format_exc()[-4000:]
-        message = describe_error(error, run_dir)
-        try:
-            writer.event("failed", rank=0, error=message, traceback=tail)
-        except OSError:
-            pass
-        status_file.write(run_dir, status="failed", error=message, traceback=tail)
+        recorder.fail(error)
         return 1
     finally:
-        heartbeat.set()
-        writer.close()
+        recorder.close()
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from transformers import TrainerCallback
 from .. import contention, records
 from ..memory import peak_rss_mb
 from . import layout
+from .recorder import deleted_error, folder_gone
 
 
 def optimizer_state_bytes(optimizer) -> int:
@@ -36,16 +37,6 @@ def _gather(values: list[float]) -> list[list[float]]:
     gathered = [torch.zeros_like(tensor) for _ in range(distributed.get_world_size())]
     distributed.all_gather(gathered, tensor)
     return [t.tolist() for t in gathered]
-
-
-class RunFolderDeleted(RuntimeError):
-    pass
-
-
-def folder_gone(run_dir: Path, writes_metrics: bool) -> bool:
-    """Whether the run folder (or, on the writing rank, its metrics file) was deleted under the run."""
-    run_dir = Path(run_dir)
-    return not (run_dir / layout.CONFIG).exists() or (writes_metrics and not (run_dir / layout.METRICS).exists())
 
 
 class RunCallback(TrainerCallback):
@@ -81,9 +72,7 @@ class RunCallback(TrainerCallback):
         ranks = _gather([peak_rss_mb(), optimizer_state_bytes(optimizer) / 2**20, gpu, stop_requested, gone,
                          padded, real, self.token_flops(padded, longest), longest, own_delta, orphaned])
         if any(r[4] for r in ranks):  # every rank sees it and stops: carrying on would recreate the folder
-            raise RunFolderDeleted(f"The run folder {self.run_dir} was deleted while the run trained (seen after "
-                                   f"step {state.global_step}); training stopped without writing anything. "
-                                   "Launch the run again.")
+            raise deleted_error(self.run_dir, state.global_step)
         padded, real, flops = (sum(r[index] for r in ranks) for index in (5, 6, 7))
         self._pending = dict(  # records.step once on_log brings the loss
             step=state.global_step, wall_time=time.time(), step_time=step_time, samples=self.samples_per_step,

@@ -5,19 +5,17 @@
 
 from __future__ import annotations
 
-import errno
 import math
 import os
-import shutil
 import sys
-import traceback
 from pathlib import Path
 
 from .. import evaluation, files
 from ..config import DEFAULT_STEPS, RunConfig
 from ..errors import ConfigError
-from . import layout, liveness, orphan, status_file
+from . import layout, orphan
 from .evaluation import ClassificationMetrics, EvalCallback
+from .recorder import Recorder
 from .stream import MetricsWriter
 
 DEEPSPEED_CONFIG = {"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
@@ -213,104 +211,33 @@ def _node_rank() -> int:
     return int(os.environ.get("GROUP_RANK", os.environ.get("NODE_RANK", "0")))
 
 
-def open_writer(run_dir: Path, local_rank: int, fault: str | None):
-    """Local rank 0 writes its folder's metrics: on one machine that is rank 0; across nodes each node's
-    ``ortnb run`` follows its own run folder. Other ranks write nothing."""
-    if local_rank != 0:
-        return None
-    if fault:
-        from .faults import metrics_writer
-
-        return metrics_writer(run_dir / layout.METRICS, fault)
-    return MetricsWriter(run_dir / layout.METRICS)
-
-
-def report_failure(run_dir: Path, rank: int, writer, error: BaseException) -> None:
-    """Put the error where the notebook looks: the stream's failed event, else status.json; always the rank's
-    error file. Never writes into a deleted run folder."""
-    tail = traceback.format_exc()[-4000:]
-    if not (run_dir / layout.CONFIG).exists():
-        print(f"ortnb worker rank {rank}: {error}", file=sys.stderr, flush=True)
-        return
-    try:
-        layout.error_file(run_dir, rank).write_text(tail)
-    except OSError:
-        pass
-    if writer is None:
-        return
-    message = describe_error(error, run_dir)
-    try:
-        writer.event("failed", rank=rank, error=message, traceback=tail)
-    except OSError as write_error:
-        status_file.write(run_dir, status="failed", rank=rank, traceback=tail,
-                          error=f"{message} (metrics.jsonl could not take this error either: {write_error.strerror})")
-
-
-def describe_error(error: BaseException, run_dir: Path) -> str:
-    if disk_full(error, run_dir):
-        cut = remove_cut_short_saves(run_dir)
-        removed = (f" What it was saving ({', '.join(cut)}) was cut short and is removed: it could not be loaded."
-                   if cut else "")
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        return (f"The disk holding {run_dir} is full ({first}).{removed} Free space (earlier runs in "
-                f"{run_dir.parent}, checkpoints) and launch the run again.")
-    return f"{type(error).__name__}: {error}"
-
-
-DISK_FULL_TEXT = ("No space left on device", "os error 28")  # OSError's words; safetensors' (Rust) words
-LOW_SPACE_BYTES = 16 * 2**20
-
-
-def disk_full(error: BaseException, run_dir: Path) -> bool:
-    """Whether ``error`` came from a full disk. The libraries that write checkpoints do not all say so:
-    safetensors raises "I/O error: No space left on device (os error 28)", but torch.save's zip writer says
-    "unexpected pos 576 vs 534" with no errno. So an error also counts when the run folder's disk has under
-    16 MiB free as it is reported."""
-    seen = set()
-    while error is not None and id(error) not in seen:  # the exception and what caused it
-        seen.add(id(error))
-        if isinstance(error, OSError) and error.errno == errno.ENOSPC:
-            return True
-        if any(text in str(error) for text in DISK_FULL_TEXT):
-            return True
-        error = error.__cause__ or error.__context__
-    try:
-        return shutil.disk_usage(run_dir).free < LOW_SPACE_BYTES
-    except OSError:
-        return False
-
-
-def remove_cut_short_saves(run_dir: Path) -> list[str]:
-    """Delete the saves a full disk cut short, freeing the space the failure needs to be recorded: the best
-    weights' staging folder (best.tmp, renamed to best/ only once whole) and checkpoint folders never marked
-    whole. Whole checkpoints and best/ stay. Checkpoints only in a run whose saves are marked (an edge run
-    keeps its checkpoints as files under checkpoints/, written under a temporary name: none is cut)."""
-    cut = [p for p in (Path(run_dir) / (layout.BEST + ".tmp"),) if p.is_dir()]
-    if layout.marks_checkpoints(run_dir):  # else a folder from before markers: which save is whole is unknown
-        whole = set(layout.checkpoints(run_dir))
-        cut += [p for p in Path(run_dir).glob("checkpoint-*") if p.is_dir() and p not in whole]
-    for folder in cut:
-        shutil.rmtree(folder, ignore_errors=True)
-    return sorted(p.name for p in cut)
-
-
 def main(argv: list[str] | None = None) -> int:
     run_dir = Path((argv or sys.argv[1:])[0]).resolve()
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
     fault = os.environ.get("ORTNB_FAULT")
-    writer = None
+    recorder = Recorder(run_dir, rank, None)
     try:
-        writer = open_writer(run_dir, int(os.environ.get("LOCAL_RANK", "0")), fault)
-        if writer is not None:
-            liveness.record_process(run_dir, "writer", os.getpid())
-            liveness.start_heartbeat(run_dir)
-        run(run_dir, rank, world, writer, fault, orphan.SupervisorWatch(run_dir).start())
+        # Local rank 0 writes its folder's metrics: on one machine that is rank 0; across nodes each node's
+        # ``ortnb run`` follows its own run folder. Other ranks write nothing.
+        recorder = Recorder.open(run_dir, rank=rank, writes=int(os.environ.get("LOCAL_RANK", "0")) == 0,
+                                 make_writer=_faulty_writer(fault) if fault else MetricsWriter)
+        run(run_dir, rank, world, recorder.writer, fault, orphan.SupervisorWatch(run_dir).start())
         leave_process_group()
         return 0
     except BaseException as error:  # noqa: BLE001 - every failure must reach the notebook, even KeyboardInterrupt
-        report_failure(run_dir, rank, writer, error)
+        recorder.fail(error)
         return 1
+    finally:
+        recorder.close()
+
+
+def _faulty_writer(fault: str):
+    from functools import partial
+
+    from .faults import metrics_writer
+
+    return partial(metrics_writer, spec=fault)
 
 
 def leave_process_group() -> None:
