@@ -268,6 +268,7 @@ def test_the_table_ranks_every_candidate_and_round_trips_through_json():
     assert list(table["rung"])[:2] == [2, 1] and list(table["steps_measured"])[:2] == [12, 4]
     assert list(table["reason"])[2:] == ["its run failed: OSError: disk", "precision: no bf16 here."]
     assert found.best == base.replace(backend="ort", batch_size=16) and found.best.max_steps == 100
+    assert found.learning_rate_rule is None and found.describe().endswith("of 60 s.")  # base's batch: its rate
     assert [c.name for c in found.configs] == [slow.label, fast.label, failed.label]
     assert repr(found) == ("TuneResult(best='backend=ort batch_size=16', measured=2 of 3, refused=1, complete=True, "
                            "from_cache=False)")
@@ -275,6 +276,25 @@ def test_the_table_ranks_every_candidate_and_round_trips_through_json():
     assert again.table.equals(table) and again.best == found.best and again.from_cache
     assert result.reason_lines(found) == ["failed (backend=eager batch_size=8): its run failed: OSError: disk",
                                           "refused (backend=eager batch_size=16): precision: no bf16 here."]
+
+
+def test_the_winner_learning_rate_follows_its_global_batch_by_the_square_root_rule():
+    candidates = candidates_of({"batch_size": [16, 32], "num_processes": [1, 2]})
+    for candidate, speed in zip(candidates, (10.0, 20.0, 30.0, 40.0)):
+        candidate.runs = [fake_record(1, [speed] * 4, 16, 12.0, 10.0)]
+    base = ortnb.RunConfig(model="tiny-bert", learning_rate=4e-5)
+    found = result.build(candidates, base, {"batch_size": [16, 32], "num_processes": [1, 2]}, budget_s=60.0,
+                         elapsed_s=45.0, complete=True, interrupted=False, ended="every candidate was measured")
+    assert (found.best.batch_size, found.best.num_processes) == (32, 2)  # global batch 64, four times base's
+    assert found.best.learning_rate == pytest.approx(8e-5, rel=1e-12)  # 4e-5 x sqrt(4)
+    assert found.learning_rate_rule == ("learning rate 4e-05 -> 8e-05: the global batch went from 16 to 64, and "
+                                        "the rate follows its square root")
+    assert found.describe().endswith("Its learning rate 4e-05 -> 8e-05: the global batch went from 16 to 64, "
+                                     "and the rate follows its square root.")
+    assert all(c.learning_rate == 4e-5 for c in found.configs)  # measured for speed: base's rate
+    assert found.to_dict()["learning_rate_rule"] == found.learning_rate_rule
+    again = result.TuneResult.from_dict(json.loads(json.dumps(found.to_dict())), base, from_cache=True)
+    assert again.best == found.best and again.learning_rate_rule == found.learning_rate_rule
 
 
 def test_the_cache_key_follows_the_data(tmp_path):
@@ -333,7 +353,9 @@ def test_tune_tiny_bert_within_30_s_then_from_the_cache(tmp_path, monkeypatch):
     assert set(measured["engine"]) <= {"onnxruntime", "pytorch"} and (measured["first_step_s"] > 0).all()
     # the winner is the first measured row, and it can run here
     first = table.iloc[0]
-    assert found.best == ortnb.RunConfig(model="tiny-bert", backend=first["backend"], batch_size=first["batch_size"])
+    batch = int(first["batch_size"])
+    assert found.best == ortnb.RunConfig(model="tiny-bert", backend=first["backend"], batch_size=batch,
+                                         learning_rate=5e-5 * (batch / 16) ** 0.5)  # the square-root rule
     assert validate(found.best) == []
     # every refused candidate carries validate()'s own words
     refused = table[table["status"] == "refused"]
@@ -427,7 +449,7 @@ def test_a_winner_from_one_measured_candidate_is_the_best_of_one_not_a_search():
     assert found.conclusive is False and found.to_dict()["conclusive"] is False
     assert found.min_budget_s == 112  # 28 s a candidate, 4 runnable
     assert found.describe().startswith("Best of 1 measured, not a search: backend=ort batch_size=8, 20.0 samples/s")
-    assert found.describe().endswith("measuring all 4 needs a budget of about 112 s.")
+    assert "measuring all 4 needs a budget of about 112 s. Its learning rate 5e-05 -> 3.54e-05" in found.describe()
     for other in candidates[1:]:
         other.runs = [fake_record(1, [10.0] * 4, 8, 28.0, 10.0)]
     complete = dict(budget_s=200.0, elapsed_s=120.0, complete=True, interrupted=False,

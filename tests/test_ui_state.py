@@ -250,10 +250,14 @@ def test_find_fastest_is_one_thing_at_a_time_and_its_progress_reads_plainly():
                          description="Best of 1 measured, not a search: ort + AdamW, 45.1 samples/s.")
     assert partial.message.level == "warning" and partial.message.text.startswith("Best of 1 measured, not a search")
     assert "fastest here" not in partial.message.text
-    # the winner's settings, the user's steps and learning rate
-    loaded = present.winner_for_form(winner, EAGER.replace(max_steps=500, learning_rate=1e-4))
-    assert (loaded.backend, loaded.batch_size, loaded.padding, loaded.max_steps, loaded.learning_rate) == (
-        "ort", 32, "longest", 500, 1e-4)
+    # the winner's settings, the user's steps, and the user's learning rate following the global batch
+    loaded, rule = present.winner_for_form(winner, EAGER.replace(max_steps=500, learning_rate=1e-4))
+    assert (loaded.backend, loaded.batch_size, loaded.padding, loaded.max_steps) == ("ort", 32, "longest", 500)
+    assert loaded.learning_rate == pytest.approx(1e-4 * 2 ** 0.5, rel=1e-12)
+    assert rule == ("learning rate 0.0001 -> 0.000141: the global batch went from 16 to 32, and the rate "
+                    "follows its square root")
+    same, none = present.winner_for_form(winner.replace(batch_size=16), EAGER.replace(learning_rate=1e-4))
+    assert same.learning_rate == 1e-4 and none is None
     state.clear()
     assert state.search is None
 

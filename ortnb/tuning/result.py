@@ -10,6 +10,7 @@ from .. import judge
 from ..stats import quartiles
 from ..config import RunConfig
 from ..contention import CONTENDED_SHARE
+from . import learning_rate
 from .search import ranked
 from .space import Candidate
 
@@ -87,6 +88,7 @@ class TuneResult:
     from_cache: bool = False
     cache_path: str | None = None
     created: str = ""
+    learning_rate_rule: str | None = None  # how best's learning rate follows its global batch (learning_rate.py)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -145,7 +147,13 @@ class TuneResult:
         return max((c.rung for c in self.candidates), default=0)
 
     def describe(self) -> str:
-        """One sentence: the winner and its figures, how much of the grid was measured, in what time."""
+        """The winner and its figures, how much of the grid was measured, in what time; then the learning
+        rate the winner trains with where its global batch differs from base's."""
+        verdict = self._verdict()
+        rule = self.learning_rate_rule
+        return f"{verdict} Its {rule}." if rule and self.best is not None else verdict
+
+    def _verdict(self) -> str:
         runnable = sum(c.runnable for c in self.candidates)
         scope = (f"measured {self.counts['measured']} of {runnable} runnable candidates "
                  f"({self.counts['refused']} refused) in {self.elapsed_s:.0f} s of {self.budget_s:g} s"
@@ -173,7 +181,7 @@ class TuneResult:
         return {"format": FORMAT, "ortnb": __version__, "created": self.created, "budget_s": self.budget_s,
                 "elapsed_s": round(self.elapsed_s, 2), "complete": self.complete, "interrupted": self.interrupted,
                 "ended": self.ended, "grid": self.grid, "best": leaders[0].label if leaders else None,
-                "conclusive": self.conclusive,
+                "conclusive": self.conclusive, "learning_rate_rule": self.learning_rate_rule,
                 "best_config": _config_dict(self.best), "candidates": [c.to_dict() for c in self.candidates]}
 
     @classmethod
@@ -193,11 +201,14 @@ class TuneResult:
 
 
 def build(candidates: list[Candidate], base: RunConfig, grid: dict, **fields) -> TuneResult:
-    """The result for these candidates: the winner applied to ``base``, every runnable one as a RunConfig."""
+    """The result for these candidates: the winner applied to ``base`` (its learning rate following the
+    winner's global batch), every runnable one as a RunConfig (measured for speed: base's rate)."""
     leaders = ranked(candidates)
-    best = base.replace(**leaders[0].axes) if leaders else None
+    best, rule = None, None
+    if leaders:
+        best, rule = learning_rate.follow_batch(base, base.replace(**leaders[0].axes))
     configs = [base.replace(**c.axes, name=c.label) for c in candidates if c.runnable]
-    return TuneResult(candidates, best, configs, grid, **fields)
+    return TuneResult(candidates, best, configs, grid, **fields, learning_rate_rule=rule)
 
 
 def _config_dict(config: RunConfig | None) -> dict | None:

@@ -70,7 +70,7 @@ class FindFastest:
         if search is None or search.best is None:
             return None
         current = self.panel.config if self.widgets else self._config
-        config = present.winner_for_form(search.best, current)
+        config, rule = present.winner_for_form(search.best, current)
         if self.widgets:
             self.panel.set_config(config)
             self.settings.selected_index = 0
@@ -78,7 +78,7 @@ class FindFastest:
             self._config = config
         what = "the fastest configuration" if search.conclusive else "the best measured configuration (not conclusive)"
         with self._lock:
-            self.state.say(f"the form now holds {what}: {config.label}")
+            self.state.say(f"the form now holds {what}: {config.label}" + (f"; {rule}" if rule else ""))
         self.render()
         return config
 

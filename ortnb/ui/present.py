@@ -371,5 +371,10 @@ def search_table_html(rows: list[dict]) -> str:
 
 
 def winner_for_form(best, form_config):
-    """The form's run with the search winner's settings: steps, learning rate and the rest stay the user's."""
-    return form_config.replace(**{name: getattr(best, name) for name in TUNED_FIELDS}, name=None)
+    """The form's run with the search winner's settings, and the sentence saying how its learning rate changed
+    (None when it did not): steps and the rest stay the user's, and the user's learning rate follows the
+    winner's global batch (tuning.learning_rate: square-root scaling)."""
+    from ..tuning import learning_rate
+
+    winner = form_config.replace(**{name: getattr(best, name) for name in TUNED_FIELDS}, name=None)
+    return learning_rate.follow_batch(form_config, winner)
