@@ -18,5 +18,7 @@ python benchmarks/tune_check.py --out benchmarks/results/tune-check.json
 python benchmarks/time_to_accuracy.py --out benchmarks/results/time-to-accuracy.json
 # ORT vs eager beyond text: a DDPM UNet (32x32 digits), a ViT and Whisper tiny configs in hand-written loops (about 3 minutes).
 python benchmarks/beyond_text.py --steps 10 --warmup 3 --repeats 3 --out benchmarks/results/beyond-text.json
+# the data phase tokenized vs read from the tokenized-data cache, fresh processes (about 1 minute)
+python benchmarks/startup.py --repeats 5 --out benchmarks/results/startup.json
 # on-device training against ORTModule and eager: 9 configurations x 3 fresh-process runs (about 11 minutes)
 python benchmarks/edge.py --steps 20 --warmup 5 --repeats 3 --out benchmarks/results/edge.json

@@ -56,7 +56,7 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
     do not write this folder's metrics; ``supervisor`` (an orphan.SupervisorWatch) stops the run if it dies."""
     import torch
 
-    from .. import assets, data, flops
+    from .. import assets, data, flops, token_cache
     from ..backends import ortmodule
     from ..training import ORTTrainer
     from .callback import RunCallback
@@ -74,9 +74,12 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
     model, tokenizer, labels = _load_model(cfg, task, writer)
     phase("tokenizing")
     padding, grouping = data.padding_plan(cfg.padding, cfg.length_grouping, task)
-    prepared = data.prepare(cfg.dataset, task, tokenizer, cfg.seq_len, plan=data.EvalPlan.of(cfg), seed=cfg.seed,
-                            train_samples=cfg.max_steps * cfg.batch_size * world if cfg.max_steps else None,
-                            labels=labels, padding=padding)
+    looked_up = token_cache.prepare(cfg.dataset, task, tokenizer, cfg.seq_len, plan=data.EvalPlan.of(cfg),
+                                    seed=cfg.seed, labels=labels, padding=padding,
+                                    train_samples=cfg.max_steps * cfg.batch_size * world if cfg.max_steps else None)
+    if writer:
+        writer.event("data", **looked_up.record())
+    prepared = looked_up.prepared
     train, held_out = prepared.train, prepared.evaluation
     max_steps = planned_steps(cfg, len(train), world)
     interval = evaluation.eval_interval(max_steps, cfg.eval_every) if held_out is not None else None

@@ -1,0 +1,196 @@
+"""Tokenized data kept between runs. Every run used to read and tokenize its dataset again (1 to 3 s for
+rotten_tomatoes on 2 cores, more for a large file), and compare/tune pay it once per measurement. An entry is
+keyed by everything the tokenized rows depend on: the tokenizer (its whole serialized form, not its name),
+the data's content (a file's bytes, a folder's files; a built-in's name and ortnb's version), the task,
+seq_len, padding, the held-out plan, the seed, the rows kept and the class names, and the versions of
+datasets and tokenizers. An edited data file or another tokenizer is another key, so a stale entry is never
+read; a damaged one is said once, deleted and tokenized again.
+
+    $ORTNB_CACHE/tokenized/<key>/entry.json   written last: the entry is whole
+                                 train/, eval/  datasets.save_to_disk
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import files
+
+FORMAT = 1
+KEEP = 16  # entries; the least recently used go first
+ENTRY = "entry.json"
+
+
+def cache_root() -> Path:
+    from .backends.ort_extensions import cache_root as ortnb_cache
+
+    return ortnb_cache() / "tokenized"
+
+
+@dataclass
+class Lookup:
+    """What the cache did for one prepare: ``hit`` (read from ``path``), or tokenized (and stored unless
+    ``key`` is None: data or a tokenizer the cache cannot identify); ``note`` says a damaged entry once."""
+
+    prepared: object
+    hit: bool
+    key: str | None
+    path: Path | None
+    seconds: float
+    note: str | None = None
+
+    def record(self) -> dict:
+        """The fields of the run's ``data`` event."""
+        return {"cached": self.hit, "cache_key": self.key, "seconds": round(self.seconds, 3), "note": self.note,
+                "train_rows": len(self.prepared.train),
+                "eval_rows": None if self.prepared.evaluation is None else len(self.prepared.evaluation)}
+
+
+def prepare(dataset, task: str, tokenizer, seq_len: int, *, plan, seed: int = 0, train_samples: int | None = None,
+            labels=None, padding: str = "max_length", root: Path | None = None) -> Lookup:
+    """data.prepare, through the cache."""
+    from . import data
+
+    began = time.perf_counter()
+    root = Path(root) if root is not None else cache_root()
+    key = cache_key(dataset, task, tokenizer, seq_len, plan=plan, seed=seed, train_samples=train_samples,
+                    labels=labels, padding=padding)
+    note = None
+    if key is not None:
+        found, note = _load(root / key)
+        if found is not None:
+            return Lookup(found, True, key, root / key, time.perf_counter() - began)
+    prepared = data.prepare(dataset, task, tokenizer, seq_len, plan=plan, seed=seed, train_samples=train_samples,
+                            labels=labels, padding=padding)
+    path = _store(root, key, prepared) if key is not None else None
+    return Lookup(prepared, False, key, path, time.perf_counter() - began, note)
+
+
+def cache_key(dataset, task: str, tokenizer, seq_len: int, *, plan, seed: int, train_samples: int | None, labels,
+              padding: str) -> str | None:
+    """The entry's name, or None where the data or the tokenizer cannot be identified by content (an
+    in-memory dataset without a fingerprint, a slow tokenizer)."""
+    import datasets
+    import tokenizers
+
+    from . import __version__
+
+    source, held_out, words = data_identity(dataset), data_identity(plan.dataset), tokenizer_identity(tokenizer)
+    if source is None or words is None or (plan.dataset is not None and held_out is None):
+        return None
+    described = {"format": FORMAT, "ortnb": __version__, "datasets": datasets.__version__,
+                 "tokenizers": tokenizers.__version__, "data": source, "eval_data": held_out, "tokenizer": words,
+                 "task": task, "seq_len": seq_len, "padding": padding, "seed": seed, "train_samples": train_samples,
+                 "plan": [plan.enabled, plan.fraction, plan.samples],
+                 "labels": None if labels is None else [labels.count, labels.names, labels.mapped]}
+    return hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+BUILT_IN = ("rotten_tomatoes", "hamlet")
+
+
+def data_identity(dataset) -> str | None:
+    """The data's content as a digest: a file's bytes, a folder's files (names and bytes), a built-in's name
+    (with ortnb's version in the key: the built-ins ship with it), a datasets.Dataset's fingerprint."""
+    if dataset is None:
+        return "none"
+    if isinstance(dataset, str) and dataset in BUILT_IN:
+        return f"built-in:{dataset}"
+    if isinstance(dataset, (str, Path)):
+        path = Path(dataset).expanduser()
+        if path.is_file():
+            return "file:" + _digest([path], path.parent)
+        if path.is_dir():
+            return "folder:" + _digest(sorted(p for p in path.rglob("*") if p.is_file()), path)
+        return None
+    fingerprint = getattr(dataset, "_fingerprint", None)
+    return f"dataset:{fingerprint}" if fingerprint else None
+
+
+def _digest(paths: list[Path], root: Path) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def tokenizer_identity(tokenizer) -> str | None:
+    """A tokenizers-backed tokenizer's whole serialized form (vocabulary, normalizer, special tokens) and the
+    Python-side settings that change its output; None for one without a backend (nothing to serialize exactly)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return None
+    # Each call sets the backend's truncation and padding to that call's arguments (the key has seq_len and
+    # padding): left in, a tokenizer would change identity once used. Clearing them is safe, as the next call
+    # sets its own again.
+    backend.no_truncation()
+    backend.no_padding()
+    settings = [type(tokenizer).__name__, tokenizer.padding_side, tokenizer.truncation_side,
+                str(tokenizer.special_tokens_map), tokenizer.model_max_length]
+    return hashlib.sha256(backend.to_str().encode() + json.dumps(settings, default=str).encode()).hexdigest()
+
+
+def _load(path: Path):
+    """(Prepared, None) for a whole entry, (None, None) for none, (None, note) for a damaged one (deleted)."""
+    from datasets import load_from_disk
+
+    from .data import Prepared
+
+    if not path.is_dir():
+        return None, None
+    try:
+        entry = json.loads((path / ENTRY).read_text())
+        if entry.get("format") != FORMAT:
+            raise ValueError(f"format {entry.get('format')!r}, expected {FORMAT}")
+        train = load_from_disk(str(path / "train"))
+        evaluation = load_from_disk(str(path / "eval")) if entry["eval_rows"] is not None else None
+        if len(train) != entry["train_rows"] or (evaluation is not None and len(evaluation) != entry["eval_rows"]):
+            raise ValueError("its row counts differ from what it recorded")
+        os.utime(path / ENTRY)  # recently used: pruned last
+        return Prepared(train, evaluation, entry["eval_texts"]), None
+    except Exception as error:  # noqa: BLE001 - whatever a damaged entry raises (pyarrow's own errors too): tokenize
+        shutil.rmtree(path, ignore_errors=True)
+        return None, f"the tokenized-data cache entry {path} was damaged ({error}); tokenized the data again"
+
+
+def _store(root: Path, key: str, prepared) -> Path | None:
+    """Write the entry under a temporary name and rename it into place (a reader sees it whole or not at
+    all); a cache that cannot be written (full disk, read-only home) costs the run nothing."""
+    final = root / key
+    staging = root / f".{key}.{os.getpid()}.tmp"
+    try:
+        staging.mkdir(parents=True, exist_ok=True)
+        prepared.train.save_to_disk(str(staging / "train"))
+        if prepared.evaluation is not None:
+            prepared.evaluation.save_to_disk(str(staging / "eval"))
+        files.write_atomic(staging / ENTRY, json.dumps({
+            "format": FORMAT, "train_rows": len(prepared.train),
+            "eval_rows": None if prepared.evaluation is None else len(prepared.evaluation),
+            "eval_texts": prepared.eval_texts}))
+        try:
+            staging.rename(final)
+        except OSError:  # another run stored the same entry first: theirs is as good
+            shutil.rmtree(staging, ignore_errors=True)
+        prune(root)
+        return final
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        return None
+
+
+def prune(root: Path, keep: int = KEEP) -> list[str]:
+    """Delete all but the ``keep`` most recently used whole entries; returns the names deleted."""
+    entries = [p for p in root.iterdir() if (p / ENTRY).is_file()] if root.is_dir() else []
+    entries.sort(key=lambda p: (p / ENTRY).stat().st_mtime, reverse=True)
+    for old in entries[keep:]:
+        shutil.rmtree(old, ignore_errors=True)
+    return sorted(p.name for p in entries[keep:])
