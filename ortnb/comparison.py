@@ -21,7 +21,7 @@ from .validation import validate
 SAME_FOR_ALL = ("model", "task", "dataset", "seed", "seq_len")  # padding may differ: it is an option being compared
 COLUMNS = ["label", "engine", "status", "samples_per_s", "spread", "p25", "p75", "speedup", "verdict",
            "steps_measured", "contended", "contended_share", "tokens_per_s", "tokens_per_s_iqr", "real_tokens_per_s", "peak_rss_mb",
-           "optimizer_state_mb", "final_loss", "mfu", "first_step_s", "runs"]
+           "optimizer_state_mb", "final_loss", "mfu", "first_step_s", "startup_s", "runs"]
 # Shown when the runs evaluated while training: the best value of the run's metric, its step and when it was
 # first reached (seconds since the run began), and the eval loss of the last evaluation.
 METRIC_COLUMNS = ["metric", "best_value", "best_step", "best_reached_s", "eval_loss"]
@@ -184,6 +184,8 @@ def _row(runs: list[dict]) -> dict:
             "tokens_per_s": median("tokens_per_s"), "real_tokens_per_s": median("real_tokens_per_s"),
             "peak_rss_mb": median("peak_rss_mb"), "optimizer_state_mb": median("optimizer_state_mb"),
             "final_loss": median("final_loss"), "mfu": median("mfu"), "first_step_s": median("first_step_s"),
+            # from the worker's first phase to the end of its first step (the phases: each run's startup_s)
+            "startup_s": stats.median(sum(r["startup_s"].values()) for r in runs if r.get("startup_s")),
             "runs": len(runs), "metric": next((r["eval_metric"] for r in runs if r.get("eval_metric")), None),
             "best_value": median("best_value"), "best_step": median("best_step"),
             "best_reached_s": median("best_reached_s"), "eval_loss": median("eval_loss")}

@@ -107,6 +107,26 @@ def current_phase(records: list[dict]) -> str | None:
     return phases[-1].get("phase") if phases else None
 
 
+def startup_phases(records: list[dict]) -> dict[str, float]:
+    """Seconds of each phase before the first step ended, in the order the worker began them: from one phase
+    event to the next, the last ("first step") ending when the first step was recorded. Empty until then.
+    A phase the worker began twice (none does today) adds up. Where the data event says the tokenized
+    rows came from the cache, "tokenizing" reads "tokenizing (cached)"."""
+    first = next(iter(steps(records)), None)
+    phases = [e for e in events(records, "phase") if e.get("time") is not None]
+    if first is None or not phases or first.get("wall_time") is None:
+        return {}
+    data = next(iter(events(records, "data")), {})
+    ends = [e["time"] for e in phases[1:]] + [first["wall_time"]]
+    found: dict[str, float] = {}
+    for event, end in zip(phases, ends):
+        name = event.get("phase")
+        if name == "tokenizing" and data.get("cached"):
+            name = "tokenizing (cached)"
+        found[name] = found.get(name, 0.0) + max(0.0, end - event["time"])
+    return found
+
+
 def steps_frame(records: list[dict]):
     """Step lines as a pandas DataFrame; per-rank lists become columns like peak_rss_mb_rank1."""
     import pandas as pd
@@ -145,6 +165,7 @@ def summarize(records: list[dict], warmup_steps: int) -> dict:
         "engine": engine.get("engine"),
         "fallback": engine.get("fallback"),
         "first_step_s": engine.get("time_to_first_step_s"),
+        "startup_s": startup_phases(records) or None,
         "exports": engine.get("exports"),
         "notes": [e.get("text") for e in events(records, "note") if e.get("text")],
     }

@@ -105,6 +105,31 @@ def test_current_phase_follows_phase_events_until_the_first_step():
                                    "graph build", "first step"}
 
 
+def test_start_up_phases_last_from_one_phase_event_to_the_next_and_the_first_step():
+    def phase(name, at):
+        return {"kind": "event", "event": "phase", "phase": name, "time": at}
+
+    records = [phase("loading model", 100.0), phase("tokenizing", 100.5),
+               {"kind": "event", "event": "data", "time": 100.6, "cached": True},
+               phase("starting training", 100.625), phase("ONNX export", 102.0), phase("graph build", 103.75),
+               phase("first step", 104.5)]
+    assert metrics.startup_phases(records) == {}  # not before the first step ended
+    records += [{**step(1), "wall_time": 106.25}, {**step(2), "wall_time": 107.0}]
+    assert metrics.startup_phases(records) == {"loading model": 0.5, "tokenizing (cached)": 0.125,
+                                               "starting training": 1.375, "ONNX export": 1.75,
+                                               "graph build": 0.75, "first step": 1.75}
+    records[2]["cached"] = False
+    assert list(metrics.startup_phases(records))[1] == "tokenizing"
+    summary = metrics.summarize(records, warmup_steps=0)
+    assert sum(summary["startup_s"].values()) == 6.25
+    from ortnb.ui import present
+
+    assert present.startup_text(summary["startup_s"]) == (
+        "6.2 s: loading model 0.5 · tokenizing 0.1 · starting training 1.4 · ONNX export 1.8 · graph build 0.8 · "
+        "first step 1.8")
+    assert present.startup_text(None) == "–"
+
+
 def test_final_event_is_the_last_completed_stopped_or_failed():
     started = {"kind": "event", "event": "started"}
     stopped = {"kind": "event", "event": "stopped", "forced": True}

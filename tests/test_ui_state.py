@@ -171,7 +171,7 @@ def test_summary_card_has_what_a_user_asks_after_a_run():
     assert dict(present.summary_items(entry)) == {
         "final loss": "0.5123", "samples/s (median, p25–p75)": "12.3 (p25–p75: 11.9–12.9)",
         "tokens/s, real (padded)": "310 (480)", "MFU": "45.7%", "wall time": "0:10",
-        "first step": "7.8 s", "engine": "pytorch", "run folder": "/runs/x"}
+        "first step": "7.8 s", "start-up": "–", "engine": "pytorch", "run folder": "/runs/x"}
     html = present.summary_card_html(entry)
     assert "eager + AdamW: completed" in html and "ortnb-summary" in html
 

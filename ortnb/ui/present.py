@@ -163,12 +163,21 @@ def summary_items(entry: RunEntry) -> list[tuple[str, str]]:
         ("MFU", _mfu(s)),
         ("wall time", format_duration((entry.ended_at or entry.started_at) - entry.started_at)),
         ("first step", f"{s['first_step_s']:.1f} s" if s.get("first_step_s") is not None else "–"),
+        ("start-up", startup_text(s.get("startup_s"))),
         ("engine", s.get("engine") or "none (no step ran)"),
         ("run folder", str(s.get("run_dir") or entry.id)),
     ]
     if entry.status == "stopped":
         items.append(("checkpoint", s.get("checkpoint") or "none (stopped before a whole checkpoint was written)"))
     return items
+
+
+def startup_text(phases: dict | None) -> str:
+    """'12.6 s: loading model 7.7 · tokenizing (cached) 0.1 · ONNX export 1.8 · ...' (seconds, in order)."""
+    if not phases:
+        return "–"
+    parts = " · ".join(f"{name} {seconds:.1f}" for name, seconds in phases.items())
+    return f"{sum(phases.values()):.1f} s: {parts}"
 
 
 def metric_text(metric: str | None, value) -> str:
