@@ -186,6 +186,7 @@ class Prepared:
     train: Any
     evaluation: Any = None
     eval_texts: list[str] | None = None
+    train_total: int | None = None  # a classifier's training rows before ``train_samples`` kept some of them
 
 
 def prepare(dataset, task: str, tokenizer, seq_len: int, *, plan: EvalPlan = NO_EVALUATION, seed: int = 0,
@@ -206,12 +207,21 @@ def prepare(dataset, task: str, tokenizer, seq_len: int, *, plan: EvalPlan = NO_
         # eval_samples caps the held-out blocks at the end of the text; the blocks it leaves out are trained on
         return Prepared(*tokenize_causal(train, tokenizer, seq_len, plan.fraction if plan.enabled else 0.0,
                                          plan.samples))
-    if train_samples and len(train) > train_samples:
-        train = train.shuffle(seed=seed).select(range(train_samples))
+    total = len(train)
+    train = keep_rows(train, train_samples, seed)
     if evaluation is None:
-        return Prepared(tokenize_classification(train, tokenizer, seq_len, padding))
+        return Prepared(tokenize_classification(train, tokenizer, seq_len, padding), train_total=total)
     return Prepared(tokenize_classification(train, tokenizer, seq_len, padding),
-                    tokenize_classification(evaluation, tokenizer, seq_len, padding), list(evaluation["text"]))
+                    tokenize_classification(evaluation, tokenizer, seq_len, padding), list(evaluation["text"]), total)
+
+
+def keep_rows(train, train_samples: int | None, seed: int):
+    """The training rows a run of ``train_samples`` rows reads: all of them when there are no more, else the
+    first ``train_samples`` of a shuffle by ``seed`` (which depends only on the row count and the seed, so the
+    same rows come from the raw rows or from their tokenized form)."""
+    if train_samples and len(train) > train_samples:
+        return train.shuffle(seed=seed).select(range(train_samples))
+    return train
 
 
 def build(dataset, task: str, tokenizer, seq_len: int, plan: EvalPlan = NO_EVALUATION, seed: int = 0,

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from . import files
 
-FORMAT = 1
+FORMAT = 2  # 2: entries hold a bucket of rows and the count before it (train_total)
 KEEP = 16  # entries; the least recently used go first
 ENTRY = "entry.json"
 
@@ -54,22 +54,52 @@ class Lookup:
 
 def prepare(dataset, task: str, tokenizer, seq_len: int, *, plan, seed: int = 0, train_samples: int | None = None,
             labels=None, padding: str = "max_length", root: Path | None = None) -> Lookup:
-    """data.prepare, through the cache."""
+    """data.prepare, through the cache: the same rows, tokenized the same way.
+
+    A short run keeps only the rows it reads (``train_samples``). Entries hold a bucket of rows instead
+    (``rows_bucket``: a power of two, at least MIN_BUCKET), cut to the run's own rows when read, so runs of
+    other lengths or batch sizes (tune's candidates, compare's configurations) share one entry."""
     from . import data
 
     began = time.perf_counter()
     root = Path(root) if root is not None else cache_root()
-    key = cache_key(dataset, task, tokenizer, seq_len, plan=plan, seed=seed, train_samples=train_samples,
+    bucket = rows_bucket(train_samples) if task != "causal-lm" else None  # a causal LM reads all its blocks
+    key = cache_key(dataset, task, tokenizer, seq_len, plan=plan, seed=seed, train_samples=bucket,
                     labels=labels, padding=padding)
     note = None
     if key is not None:
         found, note = _load(root / key)
         if found is not None:
-            return Lookup(found, True, key, root / key, time.perf_counter() - began)
-    prepared = data.prepare(dataset, task, tokenizer, seq_len, plan=plan, seed=seed, train_samples=train_samples,
+            return Lookup(cut(found, train_samples, seed), True, key, root / key, time.perf_counter() - began)
+    prepared = data.prepare(dataset, task, tokenizer, seq_len, plan=plan, seed=seed, train_samples=bucket,
                             labels=labels, padding=padding)
     path = _store(root, key, prepared) if key is not None else None
-    return Lookup(prepared, False, key, path, time.perf_counter() - began, note)
+    return Lookup(cut(prepared, train_samples, seed), False, key, path, time.perf_counter() - began, note)
+
+
+MIN_BUCKET = 1024  # rows: tokenizing this many short texts takes about 0.1 s on 2 cores
+
+
+def rows_bucket(train_samples: int | None) -> int | None:
+    """The rows an entry holds for a run that reads ``train_samples`` (None: all of them)."""
+    if not train_samples:
+        return None
+    return max(MIN_BUCKET, 1 << (int(train_samples) - 1).bit_length())
+
+
+def cut(prepared, train_samples: int | None, seed: int):
+    """The rows data.prepare(train_samples=...) keeps, from a bucket's: the bucket's first rows when it was
+    itself a selection (a prefix of the same shuffle), else data.keep_rows of all of them."""
+    from dataclasses import replace
+
+    from . import data
+
+    total, train = prepared.train_total, prepared.train
+    if not train_samples or total is None or total <= train_samples:
+        return prepared
+    if len(train) < total:  # the bucket is the first rows of the shuffle that the run's rows begin
+        return replace(prepared, train=train.select(range(train_samples)))
+    return replace(prepared, train=data.keep_rows(train, train_samples, seed))
 
 
 def cache_key(dataset, task: str, tokenizer, seq_len: int, *, plan, seed: int, train_samples: int | None, labels,
@@ -156,7 +186,7 @@ def _load(path: Path):
         if len(train) != entry["train_rows"] or (evaluation is not None and len(evaluation) != entry["eval_rows"]):
             raise ValueError("its row counts differ from what it recorded")
         os.utime(path / ENTRY)  # recently used: pruned last
-        return Prepared(train, evaluation, entry["eval_texts"]), None
+        return Prepared(train, evaluation, entry["eval_texts"], entry.get("train_total")), None
     except Exception as error:  # noqa: BLE001 - whatever a damaged entry raises (pyarrow's own errors too): tokenize
         shutil.rmtree(path, ignore_errors=True)
         return None, f"the tokenized-data cache entry {path} was damaged ({error}); tokenized the data again"
@@ -175,7 +205,7 @@ def _store(root: Path, key: str, prepared) -> Path | None:
         files.write_atomic(staging / ENTRY, json.dumps({
             "format": FORMAT, "train_rows": len(prepared.train),
             "eval_rows": None if prepared.evaluation is None else len(prepared.evaluation),
-            "eval_texts": prepared.eval_texts}))
+            "eval_texts": prepared.eval_texts, "train_total": prepared.train_total}))
         try:
             staging.rename(final)
         except OSError:  # another run stored the same entry first: theirs is as good

@@ -55,6 +55,25 @@ def test_the_second_prepare_reads_the_stored_entry_and_tokenizes_nothing(tmp_pat
                                "note": None, "train_rows": 30, "eval_rows": 10}
 
 
+@pytest.mark.parametrize("bucket", [8, token_cache.MIN_BUCKET])  # 8: the entry is itself a shuffled selection
+def test_runs_of_other_lengths_share_one_entry_and_get_exactly_their_own_rows(tmp_path, tokenizer, counted,
+                                                                            monkeypatch, bucket):
+    monkeypatch.setattr(token_cache, "MIN_BUCKET", bucket)
+    rows = tmp_path / "rows.csv"
+    rows.write_text(CSV)  # 30 training rows after the held-out quarter
+    settings = dict(plan=data.EvalPlan(enabled=True, fraction=0.25), seed=3, padding="longest",
+                    labels=data.labels_for(str(rows), "sequence-classification"))
+    found = {n: prepare(rows, tokenizer, tmp_path / "cache", seed=3, train_samples=n) for n in (5, 7, None, 30)}
+    # 5 and 7 share a bucket; all rows (None) is an entry of its own; 30 shares the first bucket unless it is 8
+    assert [f.hit for f in found.values()] == [False, True, False, bucket > 30]
+    for n, lookup in found.items():
+        direct = data.prepare(str(rows), "sequence-classification", tokenizer, 32, train_samples=n, **settings)
+        assert lookup.prepared.train["input_ids"] == direct.train["input_ids"], n  # the same rows, in order
+        assert lookup.prepared.train["labels"] == direct.train["labels"]
+        assert len(lookup.prepared.train) == (n or 30) and lookup.record()["train_rows"] == (n or 30)
+    assert token_cache.rows_bucket(None) is None and token_cache.rows_bucket(bucket + 1) == 2 * bucket
+
+
 def test_an_edited_file_another_setting_or_tokenizer_is_another_entry(tmp_path, tokenizer, counted):
     rows = tmp_path / "rows.csv"
     rows.write_text(CSV)

@@ -120,6 +120,7 @@ def no_launch(monkeypatch):
     def refuse(*_args, **_kwargs):
         raise AssertionError("a run was launched")
     monkeypatch.setattr("ortnb.runner.launch", refuse)
+    monkeypatch.setattr("ortnb.runner.warm.WarmWorker.launch", refuse)
 
 
 @pytest.mark.parametrize("arguments, message", BAD_ARGUMENTS, ids=[str(a) for a, _ in BAD_ARGUMENTS])
@@ -378,6 +379,7 @@ def test_tune_tiny_bert_within_30_s_then_from_the_cache(tmp_path, monkeypatch):
         raise AssertionError("a run was launched")
 
     monkeypatch.setattr("ortnb.runner.launch", refuse)
+    monkeypatch.setattr("ortnb.runner.warm.WarmWorker.launch", refuse)
     before = children()
     started = time.monotonic()
     again = tune("tiny-bert", budget_s=30, grid=TINY_GRID, cache_dir=tmp_path)
@@ -410,7 +412,7 @@ def test_stop_ends_the_search_keeps_what_was_measured_and_is_resumed(tmp_path, m
     assert {c["label"]: bool(c["runs"]) for c in entry["candidates"]} == {
         "eager + AdamW (batch_size=16)": True, "eager + AdamW (batch_size=8)": False}
     # the same call resumes from the entry: the measured candidate is not measured again
-    monkeypatch.setattr("ortnb.runner.launch", lambda *_a, **_k: pytest.fail("resumed by launching"))
+    monkeypatch.setattr("ortnb.tuning.measure.start", lambda *_a, **_k: pytest.fail("resumed by launching"))
     events = []
     resumed = tune("tiny-bert", budget_s=60, grid=grid, cache_dir=tmp_path, stop=stop, on_progress=events.append)
     assert events[0]["resumed"] == 1 and not resumed.from_cache

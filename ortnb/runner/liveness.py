@@ -34,8 +34,10 @@ _DESCRIPTIONS = {"supervisor": "the supervisor", "ranks": "the ranks", "writer":
 
 # -- writing ------------------------------------------------------------------------------------
 
-def record_process(run_dir: Path, role: str, pid: int) -> None:
-    """Write pid-<role>.json atomically (launch and the supervisor may both record the supervisor)."""
+def record_process(run_dir: Path, role: str, pid: int, serves_in_turn: bool = False) -> None:
+    """Write pid-<role>.json atomically (launch and the supervisor may both record the supervisor).
+    ``serves_in_turn``: a warm worker (warm.py) that trains several runs one after another; it counts as this
+    run's process only until the run's final status is written."""
     import psutil
 
     try:
@@ -43,6 +45,8 @@ def record_process(run_dir: Path, role: str, pid: int) -> None:
     except psutil.NoSuchProcess:
         created = None
     entry = {"role": role, "pid": pid, "create_time": created, "host": socket.gethostname()}
+    if serves_in_turn:
+        entry["serves_in_turn"] = True
     path = layout.process_file(run_dir, role)
     files.write_atomic(path, json.dumps(entry))
 
@@ -95,9 +99,20 @@ def process_alive(entry: dict) -> bool | None:
         same = entry.get("create_time") is None or abs(process.create_time() - entry["create_time"]) < 1.0
         if not same or process.status() == psutil.STATUS_ZOMBIE:
             return False
-        return "run_dir" not in entry or names_folder(process.cmdline(), entry["run_dir"])
+        if "run_dir" not in entry:
+            return True
+        if entry.get("serves_in_turn"):  # a warm worker names the folder its runs lie in, and moves on
+            return names_folder(process.cmdline(), Path(entry["run_dir"]).parent) and not _ended(entry["run_dir"])
+        return names_folder(process.cmdline(), entry["run_dir"])
     except (psutil.NoSuchProcess, psutil.AccessDenied, KeyError, TypeError):
         return False
+
+
+def _ended(run_dir: str | Path) -> bool:
+    from ..records import FINAL_EVENTS
+    from . import status_file
+
+    return (status_file.read(Path(run_dir)) or {}).get("status") in FINAL_EVENTS
 
 
 def names_folder(command_line: list[str], run_dir: str | Path) -> bool:

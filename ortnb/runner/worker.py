@@ -56,16 +56,25 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
     do not write this folder's metrics; ``supervisor`` (an orphan.SupervisorWatch) stops the run if it dies."""
     import torch
 
-    from .. import assets, data, flops, token_cache
     from ..backends import ortmodule
-    from ..training import ORTTrainer
-    from .callback import RunCallback
 
     cfg = RunConfig.from_json(run_dir / layout.CONFIG)
     torch.set_num_threads(cfg.threads or max(1, (os.cpu_count() or 1) // world))
     phase = _phase_announcer(writer)
-    if writer:  # ORTModule's export and graph build, announced as ORT begins them during the first forward
-        ortmodule.add_phase_listener(phase)
+    # ORTModule's export and graph build, announced as ORT begins them during the first forward; removed at
+    # the end, as a warm worker (warm.py) trains the next run in this process
+    forget_listener = ortmodule.add_phase_listener(phase) if writer else (lambda: None)
+    try:
+        return _train(cfg, run_dir, rank, world, writer, fault, supervisor, phase)
+    finally:
+        forget_listener()
+
+
+def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, supervisor, phase) -> str:
+    from .. import assets, data, flops, token_cache
+    from ..training import ORTTrainer
+    from .callback import RunCallback
+
     task = cfg.task or assets.MODELS.get(cfg.model, assets.Asset("", "", "sequence-classification")).task
     from transformers import set_seed
 

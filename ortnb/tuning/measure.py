@@ -1,6 +1,7 @@
-"""One measurement: a fresh run through ortnb.launch (real worker processes), followed until it ends, is
-stopped at the budget's end, or Stop is pressed; then summarised
-into a plain record (the cache's JSON) and, unless the caller keeps runs, its folder is deleted.
+"""One measurement: a fresh run, followed until it ends, is stopped at the budget's end, or Stop is pressed;
+then summarised into a plain record (the cache's JSON) and, unless the caller keeps runs, its folder is deleted.
+A one-process candidate runs in the search's warm worker (runner/warm.py: no interpreter start or imports per
+candidate); one of several processes (DDP, ZeRO) through ortnb.launch, with real worker processes.
 
 Whatever ends the wait (Stop, KeyboardInterrupt, an exception in a progress callback), the run is stopped
 and its processes are gone before this returns or raises.
@@ -26,16 +27,15 @@ STOP_S = 2.0  # how long an interrupted run may finish its step before it is ter
 
 
 def measurer(base: RunConfig, runs_dir: Path, keep: bool, stop: threading.Event | None,
-             clock: Callable[[], float] = time.monotonic):
-    """The search's measure(candidate, rung, steps, limits) for real runs under ``runs_dir``."""
+             clock: Callable[[], float] = time.monotonic, warm=None):
+    """The search's measure(candidate, rung, steps, limits) for real runs under ``runs_dir``; ``warm``: a
+    runner.warm.WarmWorker for the candidates it can train (None: every candidate through ortnb.launch)."""
     def measure(candidate: Candidate, rung: int, steps: int, limits: Limits) -> dict:
-        from .. import runner  # looked up at call time: tests replace ortnb.runner.launch
-
         config = base.replace(**candidate.axes, name=candidate.label, max_steps=WARMUP_STEPS + steps,
                               warmup_steps=WARMUP_STEPS, epochs=None, evaluate=False, eval_every=None, metric=None,
                               early_stopping_patience=None, target=None, report_to=None, output_dir=str(runs_dir))
         started = clock()
-        run = runner.launch(config)
+        run = start(config, warm)
         try:
             limits.on_start(str(run.run_dir))
             ended = follow(run, limits, stop, clock)
@@ -52,6 +52,15 @@ def measurer(base: RunConfig, runs_dir: Path, keep: bool, stop: threading.Event 
         return found
 
     return measure
+
+
+def start(config: RunConfig, warm=None):
+    """The run of one measurement: in the warm worker when it can train it, else in processes of its own."""
+    from .. import runner  # looked up at call time: tests replace ortnb.runner.launch
+
+    if warm is not None and warm.serves(config) is None:
+        return warm.launch(config)
+    return runner.launch(config)
 
 
 class _Ended(Exception):
@@ -115,6 +124,9 @@ def record(run, rung: int, cost_s: float, ended: str | None) -> dict:
         **{key: [s.get(key) for s in counted] for key in ("samples_per_s", "real_tokens_per_s", "tokens_per_s",
                                                           "mfu", "step_time", "other_cpu")},
         "engine": summary["engine"], "first_step_s": summary["first_step_s"], "cost_s": round(cost_s, 2),
+        # whether its tokens came from the cache, and whether a warm worker (no process start) trained it
+        "data_cached": next((e.get("cached") for e in metrics.events(records, "data")), None),
+        "warm": bool(metrics.events(records, "warm")),
         # startup and first step: what every run of this kind pays before the steps that are timed
         "overhead_s": round(cost_s - sum(s["step_time"] for s in steps[1:]), 2) if steps else None,
         "note": note(rung, status, ended, len(measured), run.error),

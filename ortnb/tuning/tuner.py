@@ -23,6 +23,7 @@ from .space import RUNG1_STEPS, default_grid
 __all__ = ["DEFAULT_BUDGET_S", "candidate_configs", "minimum_budget", "tune"]
 
 DEFAULT_BUDGET_S = 180.0
+WARM_CLOSE_S = 10.0  # the warm worker's last run was stopped or has ended: it only has to exit
 
 
 def tune(model: str | None = None, dataset=None, *, budget_s: float = DEFAULT_BUDGET_S,
@@ -192,7 +193,8 @@ def _wait_for_quiet(timeout_s: float, on_progress):
 
 
 def _search(candidates, base, grid, budget: Budget, entry: tuple, resumed: int, on_progress, stop,
-            output_dir) -> TuneResult:
+            output_dir, warm_worker: bool = True) -> TuneResult:
+    from ..runner.warm import WarmWorker
     from .measure import measurer
 
     path, key = entry
@@ -209,7 +211,8 @@ def _search(candidates, base, grid, budget: Budget, entry: tuple, resumed: int, 
     keep = output_dir is not None
     path.parent.mkdir(parents=True, exist_ok=True)
     runs_dir = Path(output_dir).expanduser() if keep else Path(tempfile.mkdtemp(prefix="runs-", dir=path.parent))
-    search = Search(candidates, budget, measurer(base, runs_dir, keep, stop), space.defaults(base),
+    warm = WarmWorker(runs_dir) if warm_worker else None
+    search = Search(candidates, budget, measurer(base, runs_dir, keep, stop, warm=warm), space.defaults(base),
                     on_progress or (lambda event: None), stop, save)
     try:
         search.event("start", candidates=len(candidates), runnable=len(search.runnable),
@@ -223,8 +226,10 @@ def _search(candidates, base, grid, budget: Budget, entry: tuple, resumed: int, 
             cache.write(path, snapshot(False, True, "interrupted").to_dict(), key)
         raise
     finally:
-        if not keep:
-            with interrupts.deferred():
+        with interrupts.deferred():
+            if warm is not None:
+                warm.close(WARM_CLOSE_S)
+            if not keep:
                 shutil.rmtree(runs_dir, ignore_errors=True)
     search.mark_unreached(interrupted)
     complete = not interrupted and all(c.settled() for c in search.runnable)
