@@ -390,6 +390,20 @@ def test_tune_tiny_bert_within_30_s_then_from_the_cache(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+def test_one_process_candidates_are_measured_in_one_warm_worker_and_tokenize_once(tmp_path):
+    grid = {"backend": ["eager", "ort"], "batch_size": [8, 16]}
+    events = []
+    found = tune("tiny-bert", budget_s=60, grid=grid, cache_dir=tmp_path, on_progress=events.append)
+    assert found.complete and list(found.table["status"]) == ["measured"] * 4
+    [entry] = [json.loads(p.read_text()) for p in tmp_path.glob("*.json")]
+    runs = [r for c in entry["candidates"] for r in c["runs"]]
+    assert len(runs) >= 4 and all(r["warm"] for r in runs)  # rung 2 measures the leaders again, warm too
+    # the first candidate tokenized the data (unless an earlier test stored it); no other one did
+    assert sum(not r["data_cached"] for r in runs) <= 1 and runs[-1]["data_cached"]
+    assert wait_for(lambda: not workers_under(tmp_path), 10), workers_under(tmp_path)  # the worker is gone too
+
+
+@pytest.mark.slow
 def test_stop_ends_the_search_keeps_what_was_measured_and_is_resumed(tmp_path, monkeypatch):
     stop, runs = threading.Event(), []
 

@@ -45,12 +45,12 @@ def test_a_process_serving_runs_in_turn_counts_as_a_run_s_only_until_its_final_s
         stand_in.wait()
 
 
-def test_runs_of_several_processes_are_refused_with_the_field_named(tmp_path):
+def test_deepspeed_runs_are_refused_with_the_field_named(tmp_path):
     worker = WarmWorker(tmp_path / "runs")
-    assert WarmWorker.serves(tiny(tmp_path)) is None
-    with pytest.raises(ConfigError, match=r"num_processes=2: a warm worker trains one-process runs only; use "
+    assert WarmWorker.serves(tiny(tmp_path)) is None and WarmWorker.serves(tiny(tmp_path, num_processes=2)) is None
+    with pytest.raises(ConfigError, match=r"zero_stage=1: DeepSpeed runs start processes of their own; use "
                                           r"ortnb\.launch"):
-        worker.launch(tiny(tmp_path, num_processes=2))
+        worker.launch(tiny(tmp_path, num_processes=2, zero_stage=1))
     assert worker.started == 0 and not worker.alive  # refused before any process started
 
 
@@ -62,7 +62,7 @@ def test_one_worker_trains_runs_in_turn_each_with_its_own_folder_and_ending(tmp_
         assert not first.alive and worker.alive  # the run has ended; the worker waits for the next
         second = worker.launch(tiny(tmp_path, batch_size=4))  # another batch size: the same tokenized rows
         assert second.wait(180) == "completed", second.error
-        pid = worker._process.pid
+        pid = worker._servers[1].process.pid
     for run in (first, second):
         assert run.run_dir.parent == tmp_path / "runs" and run.config.output_dir == str(tmp_path / "runs")
         assert {e["pid"] for e in liveness.read_processes(run.run_dir).values()} == {pid}
@@ -76,6 +76,38 @@ def test_one_worker_trains_runs_in_turn_each_with_its_own_folder_and_ending(tmp_
 
 
 @pytest.mark.slow
+def test_a_warm_run_trains_exactly_as_the_same_run_launched_cold_in_any_order_of_settings(tmp_path):
+    """Nothing of one run (mixed precision state, seeds, compiled graphs) leaks into the next."""
+    base = tiny(tmp_path, output_dir=str(tmp_path / "cold"), seq_len=16)
+
+    def losses(run) -> list[float]:
+        assert run.wait(180) == "completed", run.error
+        return list(run.metrics["loss"])
+
+    cold = {precision: losses(ortnb.launch(base.replace(precision=precision))) for precision in ("no", "bf16")}
+    assert cold["no"] != cold["bf16"]  # bf16 changes the losses: the comparison below can tell them apart
+    with WarmWorker(tmp_path / "runs") as worker:
+        warm = [losses(worker.launch(base.replace(precision=p))) for p in ("bf16", "no", "bf16", "no")]
+    assert warm == [cold["bf16"], cold["no"], cold["bf16"], cold["no"]]
+
+
+@pytest.mark.slow
+def test_two_rank_runs_share_one_warm_torchrun_and_agree_with_a_cold_one(tmp_path):
+    base = tiny(tmp_path, output_dir=str(tmp_path / "cold"), num_processes=2)
+    cold = ortnb.launch(base)
+    assert cold.wait(300) == "completed", cold.error
+    with WarmWorker(tmp_path / "runs") as worker:
+        runs = [worker.launch(base), worker.launch(base.replace(batch_size=4))]  # queued: the second waits
+        assert [run.wait(300) for run in runs] == ["completed", "completed"], [run.error for run in runs]
+        assert worker.started == 1
+    assert list(runs[0].metrics["loss"]) == list(cold.metrics["loss"])
+    for run in runs:
+        assert [e["world_size"] for e in run.events if e["event"] == "started"] == [2]
+        assert (run.run_dir / layout.LOG).stat().st_size > 0  # its ranks' output, as a launched run's
+    assert not any(p.name.startswith(".warm") for p in (tmp_path / "runs").iterdir())  # close removed the queue
+
+
+@pytest.mark.slow
 def test_a_stopped_run_stops_a_killed_worker_fails_its_run_and_the_next_run_gets_a_new_worker(tmp_path):
     worker = WarmWorker(tmp_path / "runs")
     try:
@@ -85,7 +117,7 @@ def test_a_stopped_run_stops_a_killed_worker_fails_its_run_and_the_next_run_gets
         assert stopped.stop(60) == "stopped" and worker.alive and worker.started == 1
         killed = worker.launch(long)
         assert wait_for(lambda: len(killed.metrics) >= 2, 180), killed.error
-        worker._process.kill()
+        worker._servers[1].process.kill()
         assert wait_for(lambda: killed.status == "failed", 30), killed.status
         assert "ended without writing a final event" in killed.error
         after = worker.launch(tiny(tmp_path))
@@ -99,7 +131,7 @@ def test_when_its_parent_closes_it_the_run_in_progress_stops_after_its_step_and_
     worker = WarmWorker(tmp_path / "runs")
     run = worker.launch(tiny(tmp_path, max_steps=100_000))
     assert wait_for(lambda: len(run.metrics) >= 2, 180), run.error
-    process = worker._process
+    process = worker._servers[1].process
     started = time.monotonic()
     worker.close(timeout=60)
     assert process.poll() is not None and time.monotonic() - started < 60

@@ -1,58 +1,80 @@
-"""A warm worker: one process that trains one-process runs one after another, for measurements (tune) that
-would otherwise pay a whole run's start-up each: a Python interpreter for the supervisor and one for the rank,
-torch, transformers and ONNX Runtime imported twice, the machine's peak measured again. Started once, it pays
-that once; each run still loads its model, looks its data up in the token cache and, on ORT, exports its graph.
+"""Warm workers: long-lived processes that train runs one after another, for measurements (tune) that would
+otherwise pay a whole run's start-up each: a Python interpreter for the supervisor and one per rank (torchrun's
+too), torch, transformers and ONNX Runtime imported again, the ranks' process group formed again. A warm worker
+pays that once; each run still loads its model, reads its data from the token cache and, on ORT, exports its
+graph. A run trained warm has the same losses as the same run launched cold (tests/test_warm_worker.py).
 
-    python -m ortnb.runner.warm RUNS_DIR      (run folders to train come on stdin, one path per line)
+    python -m ortnb.runner.warm RUNS_DIR QUEUE_DIR                       (one process)
+    python -m torch.distributed.run --standalone --nproc_per_node=N -m ortnb.runner.warm RUNS_DIR QUEUE_DIR
 
-Every run it serves keeps the run-folder protocol: it records itself as the run's supervisor, ranks and
-writer (marked ``serves_in_turn``: it counts as the run's process only until the run's final status is
-written, see liveness.process_alive), beats the heartbeat, writes the stream and ends it with a final event
-and status.json, exactly as supervise.py and worker.py do for a run of their own. stop() works as for any
-run: a stop request ends the run after its step; forcing it ends the warm worker too (WarmWorker starts a
-new one for the next run). When the process that started it goes (stdin closes), the run in progress stops
-after its step, as a rank whose supervisor died does, and the worker exits.
+QUEUE_DIR (RUNS_DIR/.warm-xN) holds the jobs, ``000001.job``, ``000002.job``..., each naming a run folder; every
+rank takes them in order. ``parent.json`` names the process that started the worker, ``close`` asks it to end.
 
-Runs of several processes (DDP, ZeRO) or across nodes are refused: they go through launch().
+Every run keeps the run-folder protocol: the worker is recorded as the run's supervisor, ranks and writer, marked
+``serves_in_turn`` (it counts as the run's process only until the run's final status is written, see
+liveness.process_alive); it beats the heartbeat, writes the stream and its run.log, and ends the stream with a
+final event and status.json, as supervise.py and worker.py do for a run of their own. stop() works as for any
+run: a stop request ends the run after its step; forcing it ends the worker too (WarmWorker starts a new one for
+the next run), as does a run that fails on one of several ranks (the others would wait for it forever). When the
+process that started it ends, or ``close`` appears, the run in progress stops after its step and the worker exits.
+
+Runs with DeepSpeed (ZeRO) or across nodes are refused: they go through launch().
 """
 
 from __future__ import annotations
 
 import gc
+import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import threading
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
+from .. import files
 from ..config import RunConfig
 from ..errors import ConfigError
 from . import layout, liveness, status_file
 
 ROLES = ("supervisor", "ranks", "writer")
+POLL_S = 0.1  # how often an idle worker looks for its next job
+PARENT = "parent.json"
+CLOSE = "close"
+
+
+def queue_dir(runs_dir: Path, world: int) -> Path:
+    return Path(runs_dir) / f".warm-x{world}"
 
 
 # -- the kernel's side -----------------------------------------------------------------------------
 
 
+class _Server:
+    """One warm worker process (one, or torchrun with its ranks) and its queue."""
+
+    def __init__(self, process: subprocess.Popen, queue: Path):
+        self.process, self.queue, self.jobs = process, queue, 0
+
+
 class WarmWorker:
-    """``launch(cfg) -> Run`` for one-process runs under ``runs_dir``, all trained by one long-lived process
-    (started on the first launch, and again after one was forced to end). ``close()`` ends it; so does the
-    end of the process that started it."""
+    """``launch(cfg) -> Run`` for runs under ``runs_dir``: one long-lived worker per number of processes, started
+    on the first launch that needs it (and again after one was forced to end). ``close()`` ends them; so does the
+    end of the process that started them."""
 
     def __init__(self, runs_dir: str | Path):
         self.runs_dir = Path(runs_dir).expanduser().resolve()
-        self._process: subprocess.Popen | None = None
+        self._servers: dict[int, _Server] = {}
         self.started = 0  # worker processes started so far (a forced stop ends one)
 
     @staticmethod
     def serves(cfg: RunConfig) -> str | None:
-        """Why this worker cannot train ``cfg`` (None: it can)."""
-        if cfg.num_processes != 1:
-            return f"num_processes={cfg.num_processes}: a warm worker trains one-process runs only"
+        """Why a warm worker cannot train ``cfg`` (None: it can)."""
         if cfg.zero_stage:
-            return f"zero_stage={cfg.zero_stage}: DeepSpeed runs start their own processes"
+            return f"zero_stage={cfg.zero_stage}: DeepSpeed runs start processes of their own"
         if not isinstance(cfg.dataset, str):
             return "an in-memory dataset: launch() stores it in the run folder first"
         return None
@@ -68,61 +90,65 @@ class WarmWorker:
         cfg = cfg.replace(output_dir=str(self.runs_dir))
         run_dir = layout.new_run_dir(self.runs_dir, cfg.label)
         cfg.to_json(run_dir / layout.CONFIG)
-        process = self._running()
+        server = self._running(cfg.num_processes)
         # Recorded before the job is handed over, so the run counts as starting (not dead) while it waits.
-        record(run_dir, process.pid)
-        process.stdin.write(f"{run_dir}\n")
-        process.stdin.flush()
-        return Run(cfg, run_dir, process)
+        for role in ("supervisor", "ranks"):
+            liveness.record_process(run_dir, role, server.process.pid, serves_in_turn=True)
+        server.jobs += 1
+        files.write_atomic(server.queue / f"{server.jobs:06d}.job", str(run_dir))
+        return Run(cfg, run_dir, server.process)
 
-    def _running(self) -> subprocess.Popen:
-        if self._process is not None and self._usable(self._process):
-            return self._process
+    def _running(self, world: int) -> _Server:
+        server = self._servers.get(world)
+        if server is not None and self._usable(server.process):
+            return server
         from .supervise import worker_environment
 
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
-        log = open(self.runs_dir / "warm-worker.log", "ab")
-        # A session of its own: stop()'s escalation signals this group, and must reach nothing else.
-        self._process = subprocess.Popen([sys.executable, "-m", "ortnb.runner.warm", str(self.runs_dir)],
-                                         stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, text=True,
-                                         env=worker_environment(RunConfig()), start_new_session=True)
-        log.close()
+        queue = queue_dir(self.runs_dir, world)
+        shutil.rmtree(queue, ignore_errors=True)  # a dead worker's jobs are not for the new one
+        queue.mkdir(parents=True)
+        files.write_atomic(queue / PARENT, json.dumps(_me()))
+        module = ["-m", "ortnb.runner.warm", str(self.runs_dir), str(queue)]
+        command = [sys.executable, *module] if world == 1 else [
+            sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world}", *module]
+        with open(queue / "worker.log", "ab") as log:  # each run's own output goes to its run.log
+            # A session of its own: stop()'s escalation signals this group, and must reach nothing else.
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                       env=worker_environment(RunConfig(num_processes=world)), start_new_session=True)
+        threading.Thread(target=process.wait, name="ortnb-warm-reaper", daemon=True).start()
+        self._servers[world] = server = _Server(process, queue)
         self.started += 1
-        return self._process
+        return server
 
     def _usable(self, process: subprocess.Popen) -> bool:
-        """Whether the worker can take a run: alive, and not on its way out. A killed process is seen as ended by
+        """Whether a worker can take a run: alive, and not on its way out. A killed process is seen as ended by
         its runs (its command line is gone) a moment before it can be reaped: wait for that, not start twice."""
         if process.poll() is not None:
             return False
-        entry = {"pid": process.pid, "host": socket.gethostname(), "run_dir": str(self.runs_dir / "next")}
-        if liveness.process_alive({**entry, "serves_in_turn": True}) is False:
-            try:
-                process.wait(10.0)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        entry = {"pid": process.pid, "host": socket.gethostname(), "run_dir": str(self.runs_dir / "next"),
+                 "serves_in_turn": True}
+        if liveness.process_alive(entry) is False:
+            _end(process, 10.0)
             return False
         return True
 
     @property
     def alive(self) -> bool:
-        return self._process is not None and self._process.poll() is None
+        return any(server.process.poll() is None for server in self._servers.values())
 
     def close(self, timeout: float = 30.0) -> None:
-        """End the worker: it finishes the run in progress (stop it first to be quick), then exits."""
-        process, self._process = self._process, None
-        if process is None:
-            return
-        try:
-            process.stdin.close()
-        except OSError:
-            pass
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        """End the workers: each finishes the run in progress (stop it first to be quick), then exits; one still
+        running after ``timeout`` seconds is killed. Their queues are deleted."""
+        servers, self._servers = list(self._servers.values()), {}
+        for server in servers:
+            try:
+                (server.queue / CLOSE).touch()
+            except OSError:
+                pass
+        deadline = time.monotonic() + timeout
+        for server in servers:
+            _end(server.process, max(0.0, deadline - time.monotonic()))
+            shutil.rmtree(server.queue, ignore_errors=True)
 
     def __enter__(self) -> "WarmWorker":
         return self
@@ -131,83 +157,139 @@ class WarmWorker:
         self.close()
 
 
-def record(run_dir: Path, pid: int) -> None:
-    """The worker is each of the run's roles while it serves it."""
-    for role in ROLES:
-        liveness.record_process(run_dir, role, pid, serves_in_turn=True)
+def _end(process: subprocess.Popen, timeout: float) -> None:
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        from . import control
+
+        control.signal_group(process.pid, 9)  # torchrun's ranks with it
+        process.wait()
+
+
+def _me() -> dict:
+    import psutil
+
+    return {"pid": os.getpid(), "create_time": psutil.Process().create_time(), "host": socket.gethostname()}
 
 
 # -- the worker's side -----------------------------------------------------------------------------
 
 
-class _Parent:
-    """Reads run folders from stdin; ``gone`` (what RunCallback watches, like orphan.SupervisorWatch) is set
-    when stdin closes: the process that started this worker ended or closed it."""
+class Parent:
+    """``gone`` (what RunCallback watches, like orphan.SupervisorWatch) is set once the process that started this
+    worker has ended, or asked it to end (``close`` in the queue)."""
 
-    def __init__(self, stream):
+    def __init__(self, queue: Path, interval: float = 0.5):
+        self.queue = queue
         self.gone = threading.Event()
-        self.reason = ("the process that started this warm worker ended, so the run stopped after the step in "
-                       "progress instead of training on unwatched")
-        self._jobs: list[str] = []
-        self._ready = threading.Condition()
-        threading.Thread(target=self._read, args=(stream,), name="ortnb-warm-jobs", daemon=True).start()
+        self.reason = ("the process that started this warm worker ended or closed it, so the run stopped after the "
+                       "step in progress instead of training on unwatched")
+        self._entry = files.read_json_object(queue / PARENT)
+        threading.Thread(target=self._watch, args=(interval,), name="ortnb-warm-parent", daemon=True).start()
 
-    def _read(self, stream) -> None:
-        for line in stream:
-            if line.strip():
-                with self._ready:
-                    self._jobs.append(line.strip())
-                    self._ready.notify()
-        with self._ready:
-            self.gone.set()
-            self._ready.notify()
+    def _watch(self, interval: float) -> None:
+        while not self.gone.is_set():
+            if (self.queue / CLOSE).exists() or self._entry is None or liveness.process_alive(self._entry) is False:
+                self.gone.set()
+            time.sleep(interval)
 
-    def next_job(self) -> str | None:
-        """The next run folder; None once stdin has closed and no job is left."""
-        with self._ready:
-            while not self._jobs and not self.gone.is_set():
-                self._ready.wait()
-            return self._jobs.pop(0) if self._jobs else None
+    def next_job(self, number: int) -> Path | None:
+        """The run folder of job ``number``; None once the worker is to end."""
+        path = self.queue / f"{number:06d}.job"
+        while not self.gone.is_set():
+            if path.exists():
+                text = path.read_text().strip()  # written atomically: whole or absent
+                if text:
+                    return Path(text)
+            time.sleep(POLL_S)
+        return None
 
 
-def serve(runs_dir: Path, stream=None) -> int:
-    parent = _Parent(stream or sys.stdin)
-    served = 0
-    while (job := parent.next_job()) is not None:
-        run_dir = Path(job).resolve()
+def serve(runs_dir: Path, queue: Path) -> int:
+    rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    parent = Parent(queue)
+    number = 0
+    while (run_dir := parent.next_job(number + 1)) is not None:
+        number += 1
+        run_dir = run_dir.resolve()
         if run_dir.parent != runs_dir or not (run_dir / layout.CONFIG).exists():
             print(f"ortnb warm worker: skipped {run_dir}: not a run folder under {runs_dir}", flush=True)
             continue
-        train_one(run_dir, parent, served)
-        served += 1
+        if train_one(run_dir, rank, world, parent, number) == "failed" and world > 1:
+            # A rank that failed leaves the others waiting in a collective: end them all (torchrun does).
+            print("ortnb warm worker: a run failed on this rank; ending the worker", flush=True)
+            os._exit(1)
     return 0
 
 
-def train_one(run_dir: Path, parent: _Parent, served: int) -> str:
-    """One run, as supervise.py and worker.py would train it, in this process; returns its final status."""
+def train_one(run_dir: Path, rank: int, world: int, parent: Parent, number: int) -> str:
+    """One run, trained in this process as supervise.py and worker.py would train it; returns how it ended."""
     from . import worker
     from .recorder import Recorder
     from .supervise import finish, record_peak
 
-    record(run_dir, os.getpid())
-    status_file.reserve(run_dir)
-    heartbeat = liveness.start_heartbeat(run_dir)
-    recorder = Recorder(run_dir, 0, None)
-    returncode = 1
-    try:
-        record_peak(RunConfig.from_json(run_dir / layout.CONFIG), run_dir)  # flops caches the machine's peak
-        recorder = Recorder.open(run_dir)
-        recorder.writer.event("warm", pid=os.getpid(), run=served + 1)  # no process start or imports in its start-up
-        worker.run(run_dir, 0, 1, recorder.writer, None, parent)
-        returncode = 0
-    except BaseException as error:  # noqa: BLE001 - a failed run must not end the worker serving the next
-        recorder.fail(error)
-    finally:
-        recorder.close()
-        status = finish(run_dir, returncode)
-        heartbeat.set()
-        _forget_run()
+    writes = int(os.environ.get("LOCAL_RANK", "0")) == 0
+    heartbeat = None
+    recorder = Recorder(run_dir, rank, None)
+    status = "failed"
+    with _output_to(run_dir / layout.LOG):
+        try:
+            if writes:
+                status_file.reserve(run_dir)
+                heartbeat = liveness.start_heartbeat(run_dir)
+                record_peak(RunConfig.from_json(run_dir / layout.CONFIG), run_dir)  # flops caches the peak
+            elif not _appears(run_dir / layout.PEAK, 120.0):  # the writing rank measures it, as a supervisor would
+                raise RuntimeError(f"the writing rank did not record the machine's peak ({layout.PEAK}) in 120 s")
+            recorder = Recorder.open(run_dir, rank=rank, writes=writes)
+            if writes:
+                liveness.record_process(run_dir, "writer", os.getpid(), serves_in_turn=True)
+                recorder.writer.event("warm", pid=os.getpid(), run=number)  # no process start in its start-up
+            status = worker.run(run_dir, rank, world, recorder.writer, None, parent)
+        except BaseException as error:  # noqa: BLE001 - a failed run must not end a worker serving the next
+            recorder.fail(error)
+        finally:
+            recorder.close()
+            if writes:
+                status = finish(run_dir, 0 if status != "failed" else 1)
+            if heartbeat is not None:
+                heartbeat.set()
+            _forget_run()
     return status
+
+
+def _appears(path: Path, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(POLL_S)
+    return True
+
+
+@contextmanager
+def _output_to(log: Path):
+    """This process's stdout and stderr go to the run's run.log while it trains (as a launched run's do)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        handle = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError:  # the folder went away: the output stays in the worker's log
+        handle = None
+    try:
+        if handle is not None:
+            os.dup2(handle, 1)
+            os.dup2(handle, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in [*saved, handle]:
+            if fd is not None:
+                os.close(fd)
 
 
 def _forget_run() -> None:
@@ -222,7 +304,7 @@ def _forget_run() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
-    return serve(Path(args[0]).resolve())
+    return serve(Path(args[0]).resolve(), Path(args[1]).resolve())
 
 
 if __name__ == "__main__":
