@@ -6,7 +6,8 @@ exhaustive ``compare`` of the same grid, in one invocation:
 Records the search's wall clock against its budget (+10% allowed), its winner, and the winner's samples/s in
 the exhaustive table against the best row there (within 5% asked). The exhaustive pass measures every
 runnable candidate once in a fresh run (``--steps`` steps, the first ``--warmup`` not counted), in the
-order ``candidate_configs`` gives; it takes about 25 s a candidate with MiniLM on 2 cores.
+order ``candidate_configs`` gives; it takes about 25 s a candidate with MiniLM on 2 cores. ``agreement``: each candidate's figure in the search
+against its figure in the exhaustive pass (a repeated measurement), the ratio and how many agree within 10%.
 """
 
 from __future__ import annotations
@@ -65,15 +66,29 @@ def main(argv: list[str] | None = None) -> int:
         "exhaustive": {"candidates": len(configs), "steps": options.steps, "warmup": options.warmup,
                        "wall_s": exhaustive_s, "best": best["label"], "best_samples_per_s": float(best["samples_per_s"]),
                        "table": json.loads(table.to_json(orient="records"))},
+        "agreement": agreement(result.table, table),
         "winner_in_exhaustive_samples_per_s": winner_speed,
         "winner_over_best": winner_speed / float(best["samples_per_s"]) if winner_speed else None,
     }
     options.out.parent.mkdir(parents=True, exist_ok=True)
     options.out.write_text(json.dumps(strict_json(record), indent=2, allow_nan=False))
-    print(json.dumps({k: record[k] for k in ("search_wall_s", "search_within_budget_plus_10pct",
+    print(json.dumps({k: record[k] for k in ("search_wall_s", "search_within_budget_plus_10pct", "agreement",
                                               "winner_in_exhaustive_samples_per_s", "winner_over_best")}, indent=2))
     print(f"tune's winner: {winner_label}; exhaustive best: {best['label']} ({best['samples_per_s']:.2f} samples/s)")
     return 0
+
+
+def agreement(searched, exhaustive) -> dict:
+    """How far each candidate's figure in the search (its furthest rung) is from the same candidate measured again
+    in the exhaustive pass: the ratio per candidate, and how many agree within 10%."""
+    import statistics
+
+    again = {row["label"]: row["samples_per_s"] for _, row in exhaustive.iterrows() if row["status"] == "completed"}
+    ratios = {row["label"]: row["samples_per_s"] / again[row["label"]] for _, row in searched.iterrows()
+              if row["status"] == "measured" and again.get(row["label"])}
+    within = [label for label, ratio in ratios.items() if abs(ratio - 1.0) <= 0.10]
+    return {"ratios": ratios, "candidates": len(ratios), "within_10pct": len(within),
+            "median_abs_deviation": statistics.median(abs(r - 1.0) for r in ratios.values()) if ratios else None}
 
 
 def _candidate_label(result) -> str | None:
