@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -11,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .. import metrics
+from .. import files, metrics
 from ..config import RunConfig
 from ..validation import check
 from . import control, layout, liveness, stall, status_file
@@ -160,7 +161,7 @@ class Run:
             if stored.get("status") in metrics.FINAL_EVENTS:
                 return stored["status"], _error_text(stored)
             life = liveness.check(self.run_dir, self._known_processes())
-            if life.alive:
+            if life.alive or self._supervisor_running():
                 if not metrics.events(self.records(), "started"):
                     return "starting", None
                 found = self._stalled()
@@ -320,7 +321,15 @@ class Run:
 
     def _any_process_alive(self) -> bool:
         self._reap()
-        return any(liveness.process_alive(entry) for entry in self._known_processes().values())
+        return self._supervisor_running() or any(liveness.process_alive(entry)
+                                                 for entry in self._known_processes().values())
+
+    def _supervisor_running(self) -> bool:
+        """Whether the supervisor this process launched has not exited. Our own unreaped child cannot be another
+        program, so this needs no pid file: it holds where reading /proc does not (a CI sandbox under load once
+        saw every recorded process as ended while the run trained, and wait() returned "failed" for a run that
+        then completed). Every supervisor writes a final event before it exits."""
+        return self._process is not None and self._process.poll() is None
 
     def _processes_end_within(self, seconds: float) -> bool:
         return wait_for(lambda: not self._any_process_alive(), seconds, interval=0.1)
@@ -347,16 +356,19 @@ def _error_text(record: dict) -> str | None:
     return text or "the run failed and recorded no reason; see run.log in the run folder."
 
 
-def launch(cfg: RunConfig, launcher_args: list[str] | None = None) -> Run:
+def launch(cfg: RunConfig, launcher_args: list[str] | None = None, *, requests: dict[str, dict] | None = None) -> Run:
     """Check ``cfg`` (raising ConfigError with every problem), create a new run directory and start
     the run in a supervisor process. Returns at once. ``launcher_args`` are torchrun's node arguments
-    (``--nnodes 2 --node_rank 0 --rdzv_backend c10d --rdzv_endpoint host:port``) for a run across nodes."""
+    (``--nnodes 2 --node_rank 0 --rdzv_backend c10d --rdzv_endpoint host:port``) for a run across nodes.
+    ``requests``: file name -> JSON written into the run folder before anything starts (a profile request)."""
     check(cfg, nodes=nodes(launcher_args))  # across nodes ZeRO shards over every node's processes
     # Absolute, so that a later os.chdir in the kernel does not lose the run or its model.
     cfg = cfg.replace(output_dir=str(Path(cfg.output_dir).expanduser().resolve()))
     run_dir = layout.new_run_dir(cfg.output_dir, cfg.label)
     stored = _store_dataset(cfg, run_dir)
     stored.to_json(run_dir / layout.CONFIG)
+    for name, body in (requests or {}).items():
+        files.write_atomic(run_dir / name, json.dumps(body))
     command = [sys.executable, "-m", "ortnb.runner.supervise", str(run_dir), *(launcher_args or [])]
     with open(run_dir / layout.LOG, "ab") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
