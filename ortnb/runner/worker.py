@@ -115,6 +115,7 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
         from .faults import FaultCallback
 
         trainer.add_callback(FaultCallback(fault))
+    profiled = _profile_if_asked(trainer, cfg, run_dir, writer is not None)
     if writer:
         writer.event("started", label=cfg.label, world_size=world, rank=rank, node_rank=_node_rank(),
                      task=task, train_samples=len(train), max_steps=max_steps, epochs=cfg.epochs, padding=padding,
@@ -125,7 +126,13 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
     # An ORT run's first forward announces its own phases (ONNX export, graph build, then first step); saying
     # "first step" here too would read "first step -> ONNX export -> graph build -> first step".
     phase("starting training" if cfg.backend == "ort" else "first step")
-    trainer.train()
+    try:
+        trainer.train()
+    finally:
+        if profiled:
+            from ..profiling.collect import disable_ort_profiling
+
+            disable_ort_profiling()  # a warm worker's next run is not profiled unless it asks
     outcome = "stopped" if callback.stopped else "completed"
     if writer and peak and callback.max_mfu > 1.0:
         dtype = (files.read_json_object(run_dir / layout.PEAK) or {}).get("dtype", "fp32")
@@ -148,6 +155,19 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
         writer.event(outcome, step=trainer.state.global_step, **final,
                      parameter_checksum=parameter_checksum(trainer.model))
     return outcome
+
+
+def _profile_if_asked(trainer, cfg: RunConfig, run_dir: Path, writes: bool) -> bool:
+    """A profile request in the folder (ortnb.profile) adds the profiler's window; True if it did."""
+    from ..profiling import collect
+
+    request = collect.requested(run_dir)
+    if not request:
+        return False
+    if cfg.backend == "ort":
+        collect.enable_ort_profiling(run_dir)  # before the first forward creates ORT's session
+    trainer.add_callback(collect.ProfileCallback(run_dir, int(request["warmup"]), int(request["steps"]), writes))
+    return True
 
 
 def _run_peak(run_dir: Path) -> float | None:

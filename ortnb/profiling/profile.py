@@ -1,0 +1,179 @@
+"""ortnb.profile(): where a training step goes, op by op, for each configuration in a fresh run, PyTorch's and
+ONNX Runtime's ops in the same categories (categories.py).
+
+Each run trains ``warmup`` steps, then ``steps`` profiled steps (torch.profiler, and on ORT the session's own
+profiler: collect.py), then ``steps`` more unprofiled, whose median step time says what profiling itself cost.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .. import files, metrics, stats
+from ..config import RunConfig
+from ..errors import ConfigError
+from . import categories, collect, parse
+
+DEFAULT_STEPS, DEFAULT_WARMUP = 5, 3
+SKEW = 0.05  # ops may add up to 5% more than the step before the profile says its clocks disagree
+
+
+@dataclass
+class Profile:
+    """``table``: one row per (configuration, category): label, engine, category, ms_per_step, share of the
+    step. ``top_ops``: the longest ops of each, with shapes. ``step_ms``: the profiled ms per step by label;
+    ``unprofiled_step_ms``: the same steps' time without the profiler. ``notes``: what a reader must know (a
+    fallback to PyTorch, clocks that disagree)."""
+
+    table: object
+    top_ops: object
+    step_ms: dict[str, float]
+    unprofiled_step_ms: dict[str, float | None]
+    engines: dict[str, str]
+    notes: dict[str, list[str]] = field(default_factory=dict)
+    runs: dict[str, str] = field(default_factory=dict)
+
+    def profiler_cost(self, label: str) -> float | None:
+        """How much longer a profiled step took than an unprofiled one (0.1: 10% longer)."""
+        plain = self.unprofiled_step_ms.get(label)
+        return self.step_ms[label] / plain - 1.0 if plain else None
+
+    def to_dict(self) -> dict:
+        return {"table": self.table.to_dict(orient="records"), "top_ops": self.top_ops.to_dict(orient="records"),
+                "step_ms": self.step_ms, "unprofiled_step_ms": self.unprofiled_step_ms, "engines": self.engines,
+                "notes": self.notes, "runs": self.runs,
+                "profiler_cost": {label: self.profiler_cost(label) for label in self.step_ms}}
+
+    def save(self, folder: str | Path) -> dict[str, Path]:
+        """Write profile.json and profile.html (a stacked bar per configuration, the top ops) into ``folder``."""
+        import json
+
+        from .views import html
+
+        folder = Path(folder).expanduser()
+        folder.mkdir(parents=True, exist_ok=True)
+        written = {"json": folder / "profile.json", "html": folder / "profile.html"}
+        files.write_atomic(written["json"], json.dumps(self.to_dict(), indent=1, default=str))
+        files.write_atomic(written["html"], html(self))
+        return written
+
+
+def profile(configs, *, steps: int = DEFAULT_STEPS, warmup: int = DEFAULT_WARMUP,
+            on_run: Callable | None = None) -> Profile:
+    """Profile each configuration (a RunConfig or a list of them) in a fresh run; every argument and
+    configuration is checked first, and each problem named in one ConfigError."""
+    from ..runner import launch
+
+    configs = [configs] if isinstance(configs, RunConfig) else list(configs)
+    prepared = _checked(configs, steps, warmup)
+    runs = {}
+    for cfg in prepared:
+        run = launch(cfg, requests={collect.REQUEST: {"warmup": warmup, "steps": steps}})
+        if on_run is not None:
+            on_run(run)
+        status = run.wait()
+        if status != "completed":
+            raise RuntimeError(f"profile: the run of {cfg.label} ended {status}: {run.error or 'see ' + str(run.run_dir)}")
+        runs[cfg.label] = run
+    return build({label: (run.run_dir, run.records(), run.config) for label, run in runs.items()}, warmup, steps)
+
+
+def _checked(configs: list, steps, warmup) -> list[RunConfig]:
+    from ..validation import validate
+
+    problems = []
+    for name, value, least in (("steps", steps, 1), ("warmup", warmup, 1)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            problems.append(f"{name}={value!r}: give a whole number of steps >= {least} ({name}="
+                            f"{DEFAULT_STEPS if name == 'steps' else DEFAULT_WARMUP} by default).")
+    if not configs:
+        problems.append("no configuration to profile: give a RunConfig or a list of them.")
+    labels = []
+    for index, cfg in enumerate(configs):
+        if not isinstance(cfg, RunConfig):
+            problems.append(f"configuration {index}: expected a RunConfig, got {type(cfg).__name__}.")
+            continue
+        labels.append(cfg.label)
+        for problem in validate(cfg):
+            problems.append(f"{cfg.label}: {problem}")
+    if len(set(labels)) < len(labels):
+        problems.append("two configurations have the same label; give them distinct name= values.")
+    if problems:
+        raise ConfigError(problems)
+    total = warmup + 2 * steps
+    return [cfg.replace(max_steps=total, epochs=None, warmup_steps=warmup, evaluate=False, eval_every=None,
+                        metric=None, early_stopping_patience=None, target=None, report_to=None, name=cfg.label)
+            for cfg in configs]
+
+
+# -- from the run folders to the tables (pure but for reading the profilers' files) --------------------
+
+
+def build(found: dict[str, tuple], warmup: int, steps: int) -> Profile:
+    """The Profile of finished runs: label -> (run_dir, records, config)."""
+    import pandas as pd
+
+    rows, top, step_ms, plain, engines, notes, folders = [], [], {}, {}, {}, {}, {}
+    for label, (run_dir, records, cfg) in found.items():
+        recorded = files.read_json_object(Path(run_dir) / collect.PROFILE)
+        if recorded is None:
+            raise parse.ProfileUnreadable(f"the run of {label} wrote no readable profile ({Path(run_dir) / collect.PROFILE})")
+        engine = metrics.summarize(records, warmup).get("engine") or "unknown"
+        one = breakdown_of(recorded)
+        step_ms[label], engines[label], folders[label] = one["step_ms"], engine, str(run_dir)
+        plain[label] = unprofiled_ms(records, warmup + recorded["steps"])
+        notes[label] = one["notes"] + _fallback_note(cfg, engine)
+        rows += [{"label": label, "engine": engine, **row} for row in one["rows"]]
+        top += [{"label": label, "engine": engine, **row} for row in one["top"]]
+    return Profile(pd.DataFrame(rows), pd.DataFrame(top), step_ms, plain, engines, notes, folders)
+
+
+def breakdown_of(recorded: dict, top_n: int = 10) -> dict:
+    """One run's categories (rows), its top ops, its profiled ms per step and notes, from profile.json."""
+    steps, window = recorded["steps"], recorded["window"]
+    step_ms = window["wall_ms"] / steps
+    self_ms: dict[str, float] = {}
+    top = []
+    for op in recorded["torch_ops"]:
+        if parse.is_ort_wrapper(op["name"]) or op["name"].startswith("ProfilerStep"):
+            continue
+        self_ms[op["name"]] = self_ms.get(op["name"], 0.0) + op["self_ms"]
+    for op in recorded.get("top_ops") or []:
+        if not parse.is_ort_wrapper(op["name"]):
+            top.append({"op": op["name"], "engine_of_op": "pytorch", "category": categories.category(op["name"]),
+                        "ms_per_step": op["self_ms"] / steps, "calls_per_step": op["calls"] / steps,
+                        "shapes": op.get("shapes") or []})
+    for trace in recorded.get("ort_traces") or []:
+        events = parse.read_trace(trace["path"])
+        start = (window["began_wall"] * 1e9 - trace["origin_ns"]) / 1e3
+        end = (window["ended_wall"] * 1e9 - trace["origin_ns"]) / 1e3
+        for node in parse.ort_nodes(events, start, end):
+            self_ms[node["op"]] = self_ms.get(node["op"], 0.0) + node["self_ms"]
+            top.append({"op": f"{node['op']} ({node['name']})", "engine_of_op": "onnxruntime",
+                        "category": categories.category(node["op"]), "ms_per_step": node["self_ms"] / steps,
+                        "calls_per_step": node["calls"] / steps, "shapes": node["shapes"]})
+    rows = categories.breakdown(self_ms, steps, step_ms)
+    counted = sum(self_ms.values()) / steps
+    notes = []
+    if counted > step_ms * (1 + SKEW):
+        notes.append(f"the ops add up to {counted:.1f} ms a step, more than the {step_ms:.1f} ms the step took: the "
+                     "profilers' clocks disagree (threads counted twice, or a trace placed off the window); read "
+                     "the shares, not the sum")
+    top.sort(key=lambda r: -r["ms_per_step"])
+    return {"rows": rows, "top": top[:top_n], "step_ms": step_ms, "notes": notes}
+
+
+def unprofiled_ms(records: list[dict], after_step: int) -> float | None:
+    """Median step time (ms) of the steps after the profiled window."""
+    times = [s["step_time"] * 1000.0 for s in metrics.steps(records) if s.get("step", 0) > after_step
+             and isinstance(s.get("step_time"), (int, float)) and math.isfinite(s["step_time"])]
+    return stats.median(times) if times else None
+
+
+def _fallback_note(cfg: RunConfig, engine: str) -> list[str]:
+    if getattr(cfg, "backend", None) == "ort" and engine != "onnxruntime":
+        return [f"ORT was asked for but {engine} ran the steps (ORTModule fell back): this is PyTorch's profile"]
+    return []
