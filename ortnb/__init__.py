@@ -33,6 +33,8 @@ _LAZY = {
     "compare": "ortnb.comparison",
     "tune": "ortnb.tuning",
     "TuneResult": "ortnb.tuning",
+    "profile": "ortnb.profiling",
+    "Profile": "ortnb.profiling",
     "Dashboard": "ortnb.ui.dashboard",
     "ConfigPanel": "ortnb.ui.panel",
     "LiveCallback": "ortnb.ui.live",

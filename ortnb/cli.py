@@ -409,6 +409,38 @@ def _write_tune_files(result, out: str) -> None:
           + (f"; train the winner with: ortnb run {folder / 'config.json'}" if "config.json" in written else ""))
 
 
+def cmd_profile(options: argparse.Namespace) -> int:
+    """Profile where a training step goes, op by op, for each configuration; print it, write profile.html
+    and profile.json."""
+    from .comparison import grid
+    from .config import RunConfig
+    from .errors import ConfigError
+    from .profiling import profile
+    from .profiling.views import text
+
+    base = RunConfig(model=options.model, dataset=options.dataset, batch_size=options.batch_size,
+                     seq_len=options.seq_len, output_dir=options.runs)
+    try:
+        if options.config and options.vary:
+            raise ConfigError("--config and --vary both say which configurations to profile; use one of them.")
+        if options.config:
+            configs = [c.replace(output_dir=options.runs) for c in load_configs(options.config)]
+        else:
+            configs = grid(base, parse_vary(options.vary or ["backend=eager,ort"]))
+        result = profile(configs, steps=options.steps, warmup=options.warmup,
+                         on_run=lambda run: print(f"ortnb profile: {run.config.label} -> {run.run_dir}", flush=True))
+    except ConfigError as error:
+        print(f"ortnb profile: {error}", file=sys.stderr)
+        return 2
+    except RuntimeError as error:  # a run failed: its error says why
+        print(f"ortnb profile: {error}", file=sys.stderr)
+        return 1
+    print(text(result.to_dict()))
+    written = result.save(options.out)
+    print(f"ortnb profile: wrote {written['html']} and {written['json']}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ortnb", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -471,6 +503,22 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--runs", default=None, help="keep the measurement runs in this folder (default: deleted)")
     tune.add_argument("--cache-dir", default=None, help="default ~/.cache/ortnb/tune ($ORTNB_CACHE/tune)")
     tune.set_defaults(run=cmd_tune)
+    prof = commands.add_parser("profile", help=cmd_profile.__doc__, description=cmd_profile.__doc__ + " Without "
+                               "--config or --vary it profiles PyTorch (eager) and ORT at the same settings. Each "
+                               "run trains --warmup steps, then --steps profiled ones, then as many unprofiled "
+                               "(what profiling cost).")
+    prof.add_argument("--config", help="JSON/YAML file with a list of RunConfigs")
+    prof.add_argument("--vary", action="append", default=[], metavar="FIELD=A,B",
+                      help="profile every combination of these RunConfig values (default: --vary backend=eager,ort)")
+    prof.add_argument("--model", default="minilm")
+    prof.add_argument("--dataset", default="rotten_tomatoes")
+    prof.add_argument("--batch-size", type=int, default=16)
+    prof.add_argument("--seq-len", type=int, default=128)
+    prof.add_argument("--steps", type=int, default=5, help="profiled steps (default 5)")
+    prof.add_argument("--warmup", type=int, default=3, help="steps before the profiled ones (default 3)")
+    prof.add_argument("--runs", default="runs", help="where run directories go")
+    prof.add_argument("--out", default="profile", help="where profile.html and profile.json go")
+    prof.set_defaults(run=cmd_profile)
     from .edge.cli import add_commands
 
     add_commands(commands)

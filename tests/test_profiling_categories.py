@@ -11,7 +11,7 @@ from ortnb.profiling.categories import op_key
 # What torch.profiler (ATen, autograd, record_function scopes) and ONNX Runtime's session profiler (node types,
 # node names with their module path and _kernel_time) name for the same work in a BERT step.
 NAMES = {
-    "matrix products": ["aten::addmm", "aten::mm", "aten::bmm", "aten::matmul", "MatMul", "FusedMatMul", "Gemm",
+    "matrix products": ["aten::addmm", "aten::mm", "aten::bmm", "aten::matmul", "MatMul", "FusedMatMul", "Gemm", "FusedGemm",
                         "/bert/encoder/layer.0/attention/self/MatMul_kernel_time",
                         "evaluate_function: AddmmBackward0"],
     "attention": ["aten::_softmax", "aten::_softmax_backward_data", "aten::scaled_dot_product_attention",
@@ -20,13 +20,16 @@ NAMES = {
                       "SkipLayerNormalization", "LayerNormalizationGrad", "SimplifiedLayerNormalization"],
     "activations": ["aten::gelu", "aten::gelu_backward", "aten::tanh", "Gelu", "BiasGelu", "BiasGeluGrad_dX",
                     "FastGeluGrad"],
-    "embeddings": ["aten::embedding", "aten::embedding_dense_backward", "Gather", "GatherGrad"],
+    "embeddings": ["aten::embedding", "aten::embedding_dense_backward", "Gather", "GatherGrad",
+                   "ATen(word_embeddings)"],
     "element-wise/other": ["aten::add_", "aten::mul", "aten::copy_", "aten::native_dropout", "Add", "Cast",
                            "BiasDropout", "aten::_log_softmax", "aten::nll_loss_forward",
                            "SoftmaxCrossEntropyLossInternal", "SoftmaxCrossEntropyLossInternalGrad"],
     "optimizer step": ["Optimizer.step#AdamW.step", "aten::_foreach_add_", "aten::_foreach_mul_",
-                       "aten::_fused_adamw_"],
-    "data loading": ["enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"],
+                       "aten::_fused_adamw_", "Optimizer.step#AdamW.step/aten::sqrt",
+                       "Optimizer.zero_grad#AdamW.zero_grad"],
+    "data loading": ["enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                     "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__/aten::stack"],
 }
 
 

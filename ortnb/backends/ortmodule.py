@@ -379,5 +379,13 @@ def is_attached(model: torch.nn.Module) -> bool:
     return model in _ENGINES
 
 
+def engine_of(model: torch.nn.Module) -> OrtEngine | None:
+    """The engine routing ``model`` (or the model a DDP/DeepSpeed wrapper holds) through ORT; None if none."""
+    for candidate in (model, getattr(model, "module", None)):
+        if candidate is not None and candidate in _ENGINES:
+            return _ENGINES[candidate]
+    return None
+
+
 def engine_for(model: torch.nn.Module) -> OrtEngine | None:
     return _ENGINES.get(model)

@@ -25,7 +25,7 @@ _RULES = [
     (ELEMENTWISE, r"crossentropy|cross_entropy|nll_loss|log_softmax"),
     (DATA, r"dataloader|^enumerate\(|collat|^pin_memory"),
     (ATTENTION, r"softmax|attention|^sdpa|scaled_dot_product|^_efficient_attention|^baddbmm"),
-    (MATMUL, r"matmul|^mm$|^addmm|^bmm$|^gemm|^linear$|^einsum$|^conv"),
+    (MATMUL, r"matmul|^mm$|^addmm|^bmm$|gemm|^linear$|^einsum$|^conv"),  # FusedGemm too
     (NORM, r"layer_?norm|layernormalization|^(native_)?(batch|group|instance)_?norm|rmsnorm|simplifiedlayernorm"),
     (ACTIVATION, r"gelu|relu|silu|swish|tanh|sigmoid|^erf$|^quickgelu"),
     (EMBEDDING, r"embedding|^gather$|^gathergrad$|^index_select$|^gatherelements$|^embed"),

@@ -37,8 +37,8 @@ def requested(run_dir: Path) -> dict | None:
 class ProfileCallback(TrainerCallback):
     """torch.profiler over steps ``warmup + 1`` .. ``warmup + steps``; the writing rank writes PROFILE."""
 
-    def __init__(self, run_dir: Path, warmup: int, steps: int, writes: bool):
-        self.run_dir, self.warmup, self.steps, self.writes = Path(run_dir), warmup, steps, writes
+    def __init__(self, run_dir: Path, warmup: int, steps: int, writes: bool, ort: bool = False):
+        self.run_dir, self.warmup, self.steps, self.writes, self.ort = Path(run_dir), warmup, steps, writes, ort
         self.profiler = None
         self.window: dict | None = None
         self.written = False
@@ -64,7 +64,7 @@ class ProfileCallback(TrainerCallback):
         profiler, self.profiler = self.profiler, None
         ended, ended_wall = time.perf_counter(), time.time()
         profiler.__exit__(None, None, None)
-        traces = end_ort_profiles(model) if model is not None else []  # the steps after it run unprofiled
+        traces = end_ort_profiles(model) if self.ort and model is not None else []  # the steps after it run unprofiled
         window = {**self.window, "ended_wall": ended_wall, "last_step": last_step,
                   "wall_ms": (ended - self.window["began"]) * 1000.0}
         window.pop("began")
@@ -74,14 +74,17 @@ class ProfileCallback(TrainerCallback):
         from .parse import torch_ops
 
         steps = last_step - window["first_step"] + 1
+        events = profiler.events()
         record = {"steps": steps, "window": window, "ort_traces": traces,
-                  "torch_ops": torch_ops(profiler.key_averages()),
-                  "top_ops": torch_ops(profiler.key_averages(group_by_input_shape=True), shapes=True, top=15)}
+                  "torch_ops": torch_ops(events), "top_ops": torch_ops(events, shapes=True, top=15)}
         files.write_atomic(self.run_dir / PROFILE, json.dumps(record))
 
 
 def enable_ort_profiling(run_dir: Path) -> None:
     """Make every ORTModule session of this process profile itself into the run folder (see the docstring)."""
+    from ..backends.ort_compat import load_ortmodule
+
+    load_ortmodule()  # ORTModule imports on this torch only with ortnb's fixes applied first
     from onnxruntime.training.ortmodule._graph_execution_manager import GraphExecutionManager
 
     original = GraphExecutionManager._get_session_config
@@ -102,29 +105,30 @@ def enable_ort_profiling(run_dir: Path) -> None:
 
 
 def disable_ort_profiling() -> None:
-    from onnxruntime.training.ortmodule._graph_execution_manager import GraphExecutionManager
+    import sys
 
+    manager = sys.modules.get("onnxruntime.training.ortmodule._graph_execution_manager")
+    if manager is None:  # ORTModule was never imported here: nothing was switched on
+        return
+    GraphExecutionManager = manager.GraphExecutionManager
     original = getattr(GraphExecutionManager._get_session_config, "ortnb_original", None)
     if original is not None:
         GraphExecutionManager._get_session_config = original
 
 
 def end_ort_profiles(model) -> list[dict]:
-    """End the profiling of every ORTModule training session in ``model``: [{path, origin_ns}], the trace file
-    each wrote and when its clock began (ns since the epoch), so its events can be placed in the window."""
-    try:
-        from onnxruntime.training.ortmodule import ORTModule
-    except ImportError:
+    """End the profiling of the ORT training session that runs ``model``: [{path, origin_ns}], the trace file it
+    wrote and when its clock began (ns since the epoch), so its events can be placed in the window; [] where
+    ORTModule fell back to PyTorch (no session)."""
+    from ..backends.ortmodule import engine_of
+
+    engine = engine_of(model)
+    ort = getattr(engine, "_ort", None)
+    if ort is None or not hasattr(ort._torch_module, "_execution_manager"):  # fell back to PyTorch: no session
         return []
-    found = []
-    for module in model.modules():
-        if not isinstance(module, ORTModule):
-            continue
-        manager = module._torch_module._execution_manager(True)  # the training graph's manager
-        agent = getattr(manager, "_execution_agent", None)
-        session = getattr(agent, "_inference_session", None)
-        if session is None:
-            continue
-        origin = session.get_profiling_start_time_ns()
-        found.append({"path": session.end_profiling(), "origin_ns": origin})
-    return found
+    agent = getattr(ort._torch_module._execution_manager(True), "_execution_agent", None)  # the training graph's
+    session = getattr(agent, "_inference_session", None)
+    if session is None:
+        return []
+    origin = session.get_profiling_start_time_ns()
+    return [{"path": session.end_profiling(), "origin_ns": origin}]

@@ -15,16 +15,46 @@ class ProfileUnreadable(ValueError):
     """A profiler's output that cannot be read; the message names its path."""
 
 
-def torch_ops(averages, shapes: bool = False, top: int | None = None) -> list[dict]:
-    """torch.profiler's key_averages() as [{name, self_ms, calls[, shapes]}], longest self time first."""
-    rows = []
-    for event in averages:
-        row = {"name": event.key, "self_ms": event.self_cpu_time_total / 1000.0, "calls": int(event.count)}
-        if shapes:
-            row["shapes"] = [list(s) for s in (event.input_shapes or []) if s]
-        rows.append(row)
-    rows.sort(key=lambda r: -r["self_ms"])
-    return rows[:top] if top else rows
+# torch.profiler's record_function scopes whose ops belong to them whatever the op: AdamW's aten::sqrt or
+# addcdiv_ is the optimizer's time, not element-wise model work.
+SCOPES = ("Optimizer.", "enumerate(DataLoader)")
+
+
+def scope_of(event) -> str | None:
+    """The outermost scope an event ran in: a SCOPES prefix's scope name, "ort" inside ORTModule's Function
+    (ONNX Runtime's own trace counts those, ATen fallback ops included), or None."""
+    found, parent = None, getattr(event, "cpu_parent", None)
+    while parent is not None:
+        if is_ort_wrapper(parent.name):
+            found = "ort"
+        elif parent.name.startswith(SCOPES):
+            found = parent.name
+        parent = parent.cpu_parent
+    return found
+
+
+def scoped_name(name: str, scope: str | None) -> str:
+    """'Optimizer.step#AdamW.step/aten::sqrt': an op named with the scope it belongs to (categories.category
+    reads the scope first)."""
+    return f"{scope}/{name}" if scope and scope != "ort" else name
+
+
+def torch_ops(events, shapes: bool = False, top: int | None = None) -> list[dict]:
+    """torch.profiler's events (``profiler.events()``) as [{name, self_ms, calls[, shapes]}] summed by op (and
+    input shapes with ``shapes``), longest self time first; ops run inside ORTModule are left to ORT's trace."""
+    rows: dict[tuple, dict] = {}
+    for event in events:
+        scope = scope_of(event)
+        if scope == "ort":
+            continue
+        name = scoped_name(event.name, scope)
+        found = [list(s) for s in (getattr(event, "input_shapes", None) or []) if s] if shapes else []
+        key = (name, repr(found)) if shapes else (name,)
+        row = rows.setdefault(key, {"name": name, "self_ms": 0.0, "calls": 0, **({"shapes": found} if shapes else {})})
+        row["self_ms"] += event.self_cpu_time_total / 1000.0
+        row["calls"] += 1
+    ordered = sorted(rows.values(), key=lambda r: -r["self_ms"])
+    return ordered[:top] if top else ordered
 
 
 def is_ort_wrapper(name: str) -> bool:
@@ -56,11 +86,21 @@ def ort_nodes(events: list[dict], start_us: float, end_us: float) -> list[dict]:
             continue
         args = event.get("args") or {}
         name = event["name"][: -len("_kernel_time")]
-        row = nodes.setdefault(name, {"name": name, "op": args.get("op_name") or name.rsplit("/", 1)[-1],
+        row = nodes.setdefault(name, {"name": name, "op": node_op(name, args.get("op_name")),
                                       "self_ms": 0.0, "calls": 0, "shapes": _shapes(args)})
         row["self_ms"] += dur / 1000.0
         row["calls"] += 1
     return sorted(nodes.values(), key=lambda r: -r["self_ms"])
+
+
+def node_op(name: str, op: str | None) -> str:
+    """A node's op type; an ``ATen`` node (an op ORT hands back to PyTorch, such as an embedding) is named with
+    the module it belongs to, ``ATen(word_embeddings)``, since the type alone says nothing of what it does."""
+    op = op or name.rsplit("/", 1)[-1]
+    if op != "ATen":
+        return op
+    module = [part for part in name.split("/") if part and not part.startswith("ATen")]
+    return f"ATen({module[-1]})" if module else op
 
 
 def _shapes(args: dict) -> list[list[int]]:

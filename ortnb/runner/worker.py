@@ -166,7 +166,8 @@ def _profile_if_asked(trainer, cfg: RunConfig, run_dir: Path, writes: bool) -> b
         return False
     if cfg.backend == "ort":
         collect.enable_ort_profiling(run_dir)  # before the first forward creates ORT's session
-    trainer.add_callback(collect.ProfileCallback(run_dir, int(request["warmup"]), int(request["steps"]), writes))
+    trainer.add_callback(collect.ProfileCallback(run_dir, int(request["warmup"]), int(request["steps"]), writes,
+                                                 ort=cfg.backend == "ort"))
     return True
 
 

@@ -1,0 +1,112 @@
+"""``ortnb profile`` on real runs (tiny-bert, both engines, worker processes): every op of the profiled steps
+lands in one of the shared categories, the categories add up to the step, ORT's own nodes are counted for the
+ORT run, and bad input is refused before any run starts. The pure arithmetic is in test_profiling_parse.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import ortnb
+from ortnb.cli import main
+from ortnb.config import RunConfig
+from ortnb.errors import ConfigError
+from ortnb.profiling import CATEGORIES
+from ortnb.profiling.profiles import _fallback_note, _checked
+from ortnb.profiling.views import stacked_bars, text
+from tests.test_own_data import rows, write_rows
+
+
+def base(tmp_path: Path, **changes) -> RunConfig:
+    return RunConfig(**{"model": "tiny-bert", "dataset": write_rows(tmp_path, ".jsonl", rows(96)), "batch_size": 8,
+                        "seq_len": 32, "output_dir": str(tmp_path / "runs"), **changes})
+
+
+@pytest.mark.slow
+def test_the_profile_command_splits_both_engines_steps_into_the_same_categories(tmp_path, capsys):
+    dataset = write_rows(tmp_path, ".jsonl", rows(96))
+    code = main(["profile", "--model", "tiny-bert", "--dataset", dataset, "--batch-size", "8", "--seq-len", "32",
+                 "--steps", "3", "--warmup", "2", "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out")])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    data = json.loads((tmp_path / "out" / "profile.json").read_text())
+    assert "<h1>Where a training step goes</h1>" in (tmp_path / "out" / "profile.html").read_text()
+    assert data["engines"] == {"eager + AdamW": "pytorch", "ort + AdamW": "onnxruntime"}
+    for label, step_ms in data["step_ms"].items():
+        rows_of = [row for row in data["table"] if row["label"] == label]
+        assert [row["category"] for row in rows_of] == list(CATEGORIES)  # the same categories, in the same order
+        measured = sum(row["ms_per_step"] for row in rows_of if row["category"] != "framework overhead")
+        assert 0 < measured <= step_ms * 1.05, (label, measured, step_ms)
+        assert sum(row["ms_per_step"] for row in rows_of) == pytest.approx(step_ms, rel=0.05)
+        by_category = {row["category"]: row["ms_per_step"] for row in rows_of}
+        assert by_category["matrix products"] > 0 and by_category["optimizer step"] > 0
+        assert data["unprofiled_step_ms"][label] > 0
+        assert f"{label} [{data['engines'][label]}]: profiled" in printed
+    ort_ops = [row for row in data["top_ops"] if row["label"] == "ort + AdamW"]
+    assert any(row["engine_of_op"] == "onnxruntime" for row in ort_ops), ort_ops  # ORT's own trace was read
+    assert not any(row["op"].startswith("ORTModuleFunction") for row in data["top_ops"])  # split, not one blob
+    eager_ops = [row for row in data["top_ops"] if row["label"] == "eager + AdamW"]
+    assert all(row["engine_of_op"] == "pytorch" for row in eager_ops) and any(row["shapes"] for row in eager_ops)
+    assert [trace["x"] for trace in stacked_bars(data)][0] == ["eager + AdamW [pytorch]", "ort + AdamW [onnxruntime]"]
+
+
+@pytest.mark.parametrize("changes, match", [
+    ({"steps": 0}, "steps=0: give a whole number of steps >= 1"),
+    ({"warmup": 0}, "warmup=0"),
+    ({"steps": 2.5}, "steps=2.5"),
+])
+def test_bad_step_counts_are_refused_before_any_run(tmp_path, changes, match):
+    with pytest.raises(ConfigError, match=match):
+        ortnb.profile(base(tmp_path), **changes)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_every_bad_configuration_is_named_before_any_run(tmp_path):
+    good = base(tmp_path)
+    with pytest.raises(ConfigError) as raised:
+        ortnb.profile([good, good.replace(batch_size=0), "ort"])
+    words = str(raised.value)
+    assert "batch_size" in words and "configuration 2: expected a RunConfig, got str" in words
+    with pytest.raises(ConfigError, match="two configurations have the same label"):
+        ortnb.profile([good, good])
+    with pytest.raises(ConfigError, match="no configuration to profile"):
+        ortnb.profile([])
+    assert not (tmp_path / "runs").exists()
+
+
+def test_the_cli_refuses_bad_input_with_exit_code_2(tmp_path, capsys):
+    assert main(["profile", "--model", "tiny-bert", "--steps", "0", "--runs", str(tmp_path / "runs")]) == 2
+    assert "steps=0" in capsys.readouterr().err
+    assert main(["profile", "--config", "x.json", "--vary", "backend=ort", "--runs", str(tmp_path / "runs")]) == 2
+    assert "use one of them" in capsys.readouterr().err
+
+
+def test_a_profile_run_trains_warmup_plus_twice_the_profiled_steps_and_nothing_else(tmp_path):
+    prepared = _checked([base(tmp_path, eval_every=2, target=0.9)], steps=4, warmup=3)[0]
+    assert (prepared.max_steps, prepared.warmup_steps, prepared.evaluate, prepared.target) == (11, 3, False, None)
+
+
+def test_an_ort_run_that_fell_back_says_whose_profile_it_is(tmp_path):
+    assert "ORTModule fell back" in _fallback_note(base(tmp_path, backend="ort"), "pytorch")[0]
+    assert _fallback_note(base(tmp_path, backend="ort"), "onnxruntime") == []
+    assert _fallback_note(base(tmp_path, backend="eager"), "pytorch") == []
+
+
+def test_the_text_view_shows_each_category_s_share_and_what_profiling_cost():
+    data = {"step_ms": {"a": 10.0}, "unprofiled_step_ms": {"a": 8.0}, "engines": {"a": "onnxruntime"},
+            "notes": {"a": ["a note"]}, "runs": {"a": "/r"},
+            "table": [{"label": "a", "category": "matrix products", "ms_per_step": 6.0, "share": 0.6},
+                      {"label": "a", "category": "framework overhead", "ms_per_step": 4.0, "share": 0.4}],
+            "top_ops": [{"label": "a", "op": "MatMul (/m)", "engine_of_op": "onnxruntime", "category": "matrix products",
+                         "ms_per_step": 6.0, "calls_per_step": 2.0, "shapes": [[8, 64], [64, 64]]}]}
+    assert text(data).splitlines() == [
+        "a [onnxruntime]: profiled 10.0 ms a step, 8.0 without the profiler (+25%)",
+        "  matrix products          6.00 ms   60%",
+        "  framework overhead       4.00 ms   40%",
+        "       6.00 ms  MatMul (/m)  (matrix products; [8, 64], [64, 64])",
+        "  note: a note"]
+    bars = {trace["name"]: trace for trace in stacked_bars(data)}
+    assert bars["matrix products"]["y"] == [6.0] and bars["matrix products"]["text"] == ["60%"]
+    assert bars["attention"]["y"] == [0.0] and bars["attention"]["text"] == [""]
