@@ -49,6 +49,12 @@ def test_the_profile_command_splits_both_engines_steps_into_the_same_categories(
     assert not any(row["op"].startswith("ORTModuleFunction") for row in data["top_ops"])  # split, not one blob
     eager_ops = [row for row in data["top_ops"] if row["label"] == "eager + AdamW"]
     assert all(row["engine_of_op"] == "pytorch" for row in eager_ops) and any(row["shapes"] for row in eager_ops)
+    for label in data["step_ms"]:  # both engines' products were counted with their shapes
+        assert data["matmul"][label]["gflops"] > 0 and data["matmul"][label]["peak_gflops"] > 0
+    fused = {row["op"]: row for row in data["fusions"]["ort + AdamW"]["fused"]}
+    assert fused["Gelu"]["exported"] == 0 and fused["Gelu"]["forward"] > 0  # ORT's Gelu fusion, from its graphs
+    assert "eager + AdamW" not in data["fusions"]
+    assert "Gelu: " in printed and "fused in the forward graph, replacing Div, Erf" in printed
     assert [trace["x"] for trace in stacked_bars(data)][0] == ["eager + AdamW [pytorch]", "ort + AdamW [onnxruntime]"]
 
 

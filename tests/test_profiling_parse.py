@@ -25,7 +25,7 @@ def test_ops_are_counted_in_the_scope_they_ran_in_and_ort_s_own_are_left_to_its_
               ort, event("aten::embedding", 700, ort), event("aten::embedding", 400, event("child", 0, ort))]
     rows = {row["name"]: row for row in parse.torch_ops(events)}
     assert rows["Optimizer.step#AdamW.step/aten::sqrt"] == {"name": "Optimizer.step#AdamW.step/aten::sqrt",
-                                                            "self_ms": 3.0, "calls": 2}
+                                                            "self_ms": 3.0, "calls": 2, "flops": 0.0}
     assert rows["aten::sqrt"]["self_ms"] == 3.0 and rows["aten::sqrt"]["calls"] == 1
     assert rows["enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__/aten::stack"]["self_ms"] == 0.25
     assert "aten::embedding" not in rows and rows["ORTModuleFunction"]["self_ms"] == 9.0
@@ -59,8 +59,9 @@ def trace():
 
 def test_only_the_kernels_inside_the_window_count():
     nodes = parse.ort_nodes(trace(), 1000, 10000)
-    assert nodes == [{"name": "/a/MatMul", "op": "MatMul", "self_ms": 4.0, "calls": 2, "shapes": [[8, 64], [64, 64]]},
-                     {"name": "/b/Gelu", "op": "Gelu", "self_ms": 0.5, "calls": 1, "shapes": []}]
+    assert nodes == [{"name": "/a/MatMul", "op": "MatMul", "self_ms": 4.0, "calls": 2, "flops": 2 * 8 * 64 * 64,
+                      "shapes": [[8, 64], [64, 64]]},
+                     {"name": "/b/Gelu", "op": "Gelu", "self_ms": 0.5, "calls": 1, "flops": 0.0, "shapes": []}]
 
 
 def test_a_damaged_trace_is_named_by_its_path(tmp_path):
@@ -109,3 +110,62 @@ def test_the_unprofiled_step_time_is_the_median_of_the_steps_after_the_window():
     records = [{"kind": "step", "step": s, "step_time": t} for s, t in [(1, 9.0), (5, 0.5), (6, 0.03), (7, 0.01), (8, 0.02)]]
     assert unprofiled_ms(records, 5) == pytest.approx(20.0)
     assert unprofiled_ms(records, 8) is None
+
+
+@pytest.mark.parametrize("key, shapes, flops", [
+    ("mm", [[16, 384], [384, 1536]], 2 * 16 * 384 * 1536),
+    ("addmm", [[1536], [16, 384], [384, 1536]], 2 * 16 * 384 * 1536),
+    ("bmm", [[12, 128, 32], [12, 32, 128]], 2 * 12 * 128 * 32 * 128),
+    ("matmul", [[16, 12, 128, 32], [16, 12, 32, 128]], 2 * 16 * 12 * 128 * 32 * 128),
+    ("fusedmatmul", [[16, 12, 128, 32], [16, 12, 128, 32]], 2 * 16 * 12 * 128 * 32 * 128),  # B transposed
+    ("gemm", [[16, 384], [2, 384], [2]], 2 * 16 * 384 * 2),  # a classifier weight [n, k] with transB
+    ("linear", [[16, 128, 384], [1536, 384], [1536]], 2 * 16 * 128 * 384 * 1536),
+])
+def test_a_matrix_product_s_flops_come_from_its_shapes(key, shapes, flops):
+    from ortnb.profiling.matmul import matmul_flops
+
+    assert matmul_flops(key, shapes) == flops
+
+
+def test_what_is_not_a_product_or_has_no_shapes_has_no_flops():
+    from ortnb.profiling.matmul import achieved, matmul_flops
+
+    assert matmul_flops("add", [[4, 4], [4, 4]]) is None
+    assert matmul_flops("mm", [[4, 4]]) is None
+    assert matmul_flops("mm", [[4, 3], [5, 6]]) is None  # dimensions that do not meet
+    assert achieved(2e9, 100.0, 40e9) == {"gflops": 20.0, "peak_gflops": 40.0, "of_peak": 0.5}
+    assert achieved(0.0, 100.0, 40e9)["gflops"] is None and achieved(2e9, 100.0, None)["of_peak"] is None
+
+
+def test_the_matrix_products_achieved_rate_counts_torch_s_and_ort_s_products(tmp_path):
+    path = tmp_path / "ort.json"
+    path.write_text(json.dumps(trace()))
+    origin_ns = 1_000_000_000_000
+    recorded = {"steps": 2, "window": {"began_wall": origin_ns / 1e9 + 0.001, "ended_wall": origin_ns / 1e9 + 0.010,
+                                       "wall_ms": 20.0},
+                "ort_traces": [{"path": str(path), "origin_ns": origin_ns}],
+                "torch_ops": [{"name": "aten::mm", "self_ms": 1.0, "calls": 1, "flops": 2e6},
+                              {"name": "aten::add", "self_ms": 5.0, "calls": 1, "flops": 0.0}]}
+    one = breakdown_of(recorded, peak_flops=1e9)
+    # torch's mm: 2e6 FLOPs in 1 ms; ORT's MatMul node: 4 ms in the window, FLOPs from the call that recorded shapes
+    ort_flops = 2 * 8 * 64 * 64
+    assert one["matmul"]["gflops"] == pytest.approx((2e6 + ort_flops) / 0.005 / 1e9)
+    assert one["matmul"]["of_peak"] == pytest.approx(one["matmul"]["gflops"])
+
+
+def test_fused_nodes_are_counted_per_stage_with_where_they_first_appear():
+    from collections import Counter
+
+    from ortnb.profiling.fusions import fused_rows, removed_rows
+
+    counts = {"torch_exported": Counter({"Erf": 2, "Div": 3, "MatMul": 4, "LayerNormalization": 1}),
+              "optimized_pre_grad": Counter({"Gelu": 2, "Div": 1, "MatMul": 4, "LayerNormalization": 1}),
+              "execution_model": Counter({"Gelu": 2, "FusedMatMul": 6, "LayerNormalization": 1})}
+    rows = {row["op"]: row for row in fused_rows(counts)}
+    assert set(rows) == {"Gelu", "FusedMatMul", "LayerNormalization"}
+    assert (rows["Gelu"]["exported"], rows["Gelu"]["forward"], rows["Gelu"]["training"]) == (0, 2, 2)
+    assert rows["Gelu"]["where"] == "fused in the forward graph" and "Erf" in rows["Gelu"]["replaces"]
+    assert rows["FusedMatMul"]["where"] == "fused with the training graph"
+    assert rows["LayerNormalization"]["where"] == "already in the export"
+    assert removed_rows(counts) == [{"op": "Div", "exported": 3, "forward": 1, "change": -2},
+                                    {"op": "Erf", "exported": 2, "forward": 0, "change": -2}]

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from . import categories
+from .matmul import matmul_flops
+
 # ORTModule runs its forward and backward graphs inside one autograd Function: torch.profiler sees their whole
 # time as that Function's self time, which the ORT trace then splits node by node.
 ORT_WRAPPERS = ("ORTModuleFunction", "_ORTModuleFunction")
@@ -48,11 +51,14 @@ def torch_ops(events, shapes: bool = False, top: int | None = None) -> list[dict
         if scope == "ort":
             continue
         name = scoped_name(event.name, scope)
-        found = [list(s) for s in (getattr(event, "input_shapes", None) or []) if s] if shapes else []
+        recorded = [list(s) for s in (getattr(event, "input_shapes", None) or []) if s]
+        found = recorded if shapes else []
         key = (name, repr(found)) if shapes else (name,)
-        row = rows.setdefault(key, {"name": name, "self_ms": 0.0, "calls": 0, **({"shapes": found} if shapes else {})})
+        row = rows.setdefault(key, {"name": name, "self_ms": 0.0, "calls": 0, "flops": 0.0,
+                                    **({"shapes": found} if shapes else {})})
         row["self_ms"] += event.self_cpu_time_total / 1000.0
         row["calls"] += 1
+        row["flops"] += product_flops(name, recorded)
     ordered = sorted(rows.values(), key=lambda r: -r["self_ms"])
     return ordered[:top] if top else ordered
 
@@ -87,10 +93,18 @@ def ort_nodes(events: list[dict], start_us: float, end_us: float) -> list[dict]:
         args = event.get("args") or {}
         name = event["name"][: -len("_kernel_time")]
         row = nodes.setdefault(name, {"name": name, "op": node_op(name, args.get("op_name")),
-                                      "self_ms": 0.0, "calls": 0, "shapes": _shapes(args)})
+                                      "self_ms": 0.0, "calls": 0, "flops": 0.0, "shapes": _shapes(args)})
         row["self_ms"] += dur / 1000.0
         row["calls"] += 1
+        row["flops"] += product_flops(row["op"], _shapes(args))
     return sorted(nodes.values(), key=lambda r: -r["self_ms"])
+
+
+def product_flops(name: str, shapes: list[list[int]]) -> float:
+    """The FLOPs of one call when it is a matrix product (its category), else 0."""
+    if categories.category(name) != categories.MATMUL:
+        return 0.0
+    return matmul_flops(categories.op_key(name), shapes) or 0.0
 
 
 def node_op(name: str, op: str | None) -> str:

@@ -15,7 +15,8 @@ from typing import Callable
 from .. import files, metrics, stats
 from ..config import RunConfig
 from ..errors import ConfigError
-from . import categories, collect, parse
+from . import categories, collect, fusions, parse
+from .matmul import achieved
 
 DEFAULT_STEPS, DEFAULT_WARMUP = 5, 3
 SKEW = 0.05  # ops may add up to 5% more than the step before the profile says its clocks disagree
@@ -35,6 +36,8 @@ class Profile:
     engines: dict[str, str]
     notes: dict[str, list[str]] = field(default_factory=dict)
     runs: dict[str, str] = field(default_factory=dict)
+    matmul: dict[str, dict] = field(default_factory=dict)  # label -> {gflops, peak_gflops, of_peak}
+    fusions: dict[str, dict] = field(default_factory=dict)  # ORT runs: label -> fusions.summary (what ORT fused)
 
     def profiler_cost(self, label: str) -> float | None:
         """How much longer a profiled step took than an unprofiled one (0.1: 10% longer)."""
@@ -44,7 +47,7 @@ class Profile:
     def to_dict(self) -> dict:
         return {"table": self.table.to_dict(orient="records"), "top_ops": self.top_ops.to_dict(orient="records"),
                 "step_ms": self.step_ms, "unprofiled_step_ms": self.unprofiled_step_ms, "engines": self.engines,
-                "notes": self.notes, "runs": self.runs,
+                "notes": self.notes, "runs": self.runs, "matmul": self.matmul, "fusions": self.fusions,
                 "profiler_cost": {label: self.profiler_cost(label) for label in self.step_ms}}
 
     def save(self, folder: str | Path) -> dict[str, Path]:
@@ -116,31 +119,39 @@ def build(found: dict[str, tuple], warmup: int, steps: int) -> Profile:
     """The Profile of finished runs: label -> (run_dir, records, config)."""
     import pandas as pd
 
-    rows, top, step_ms, plain, engines, notes, folders = [], [], {}, {}, {}, {}, {}
+    rows, top, step_ms, plain, engines, notes, folders, matmul, fused = [], [], {}, {}, {}, {}, {}, {}, {}
     for label, (run_dir, records, cfg) in found.items():
         recorded = files.read_json_object(Path(run_dir) / collect.PROFILE)
         if recorded is None:
             raise parse.ProfileUnreadable(f"the run of {label} wrote no readable profile ({Path(run_dir) / collect.PROFILE})")
         engine = metrics.summarize(records, warmup).get("engine") or "unknown"
-        one = breakdown_of(recorded)
-        step_ms[label], engines[label], folders[label] = one["step_ms"], engine, str(run_dir)
+        peak = (files.read_json_object(Path(run_dir) / "peak.json") or {}).get("flops")
+        one = breakdown_of(recorded, peak if isinstance(peak, (int, float)) else None)
+        step_ms[label], engines[label], folders[label], matmul[label] = one["step_ms"], engine, str(run_dir), one["matmul"]
         plain[label] = unprofiled_ms(records, warmup + recorded["steps"])
         notes[label] = one["notes"] + _fallback_note(cfg, engine)
+        if engine == "onnxruntime":
+            found = fusions.summary(Path(run_dir) / "onnx")
+            if found is not None:
+                fused[label] = found
         rows += [{"label": label, "engine": engine, **row} for row in one["rows"]]
         top += [{"label": label, "engine": engine, **row} for row in one["top"]]
-    return Profile(pd.DataFrame(rows), pd.DataFrame(top), step_ms, plain, engines, notes, folders)
+    return Profile(pd.DataFrame(rows), pd.DataFrame(top), step_ms, plain, engines, notes, folders, matmul, fused)
 
 
-def breakdown_of(recorded: dict, top_n: int = 10) -> dict:
-    """One run's categories (rows), its top ops, its profiled ms per step and notes, from profile.json."""
+def breakdown_of(recorded: dict, peak_flops: float | None = None, top_n: int = 10) -> dict:
+    """One run's categories (rows), its top ops, its profiled ms per step, what its matrix products achieved
+    (against ``peak_flops``, the run's measured peak) and notes, from profile.json."""
     steps, window = recorded["steps"], recorded["window"]
     step_ms = window["wall_ms"] / steps
     self_ms: dict[str, float] = {}
+    products = {"flops": 0.0, "ms": 0.0}
     top = []
     for op in recorded["torch_ops"]:
         if parse.is_ort_wrapper(op["name"]) or op["name"].startswith("ProfilerStep"):
             continue
         self_ms[op["name"]] = self_ms.get(op["name"], 0.0) + op["self_ms"]
+        _count_product(products, op["name"], op["self_ms"], op.get("flops"))
     for op in recorded.get("top_ops") or []:
         if not parse.is_ort_wrapper(op["name"]):
             top.append({"op": op["name"], "engine_of_op": "pytorch", "category": categories.category(op["name"]),
@@ -152,6 +163,7 @@ def breakdown_of(recorded: dict, top_n: int = 10) -> dict:
         end = (window["ended_wall"] * 1e9 - trace["origin_ns"]) / 1e3
         for node in parse.ort_nodes(events, start, end):
             self_ms[node["op"]] = self_ms.get(node["op"], 0.0) + node["self_ms"]
+            _count_product(products, node["op"], node["self_ms"], node.get("flops"))
             top.append({"op": f"{node['op']} ({node['name']})", "engine_of_op": "onnxruntime",
                         "category": categories.category(node["op"]), "ms_per_step": node["self_ms"] / steps,
                         "calls_per_step": node["calls"] / steps, "shapes": node["shapes"]})
@@ -163,7 +175,15 @@ def breakdown_of(recorded: dict, top_n: int = 10) -> dict:
                      "profilers' clocks disagree (threads counted twice, or a trace placed off the window); read "
                      "the shares, not the sum")
     top.sort(key=lambda r: -r["ms_per_step"])
-    return {"rows": rows, "top": top[:top_n], "step_ms": step_ms, "notes": notes}
+    return {"rows": rows, "top": top[:top_n], "step_ms": step_ms, "notes": notes,
+            "matmul": achieved(products["flops"], products["ms"], peak_flops)}
+
+
+def _count_product(products: dict, name: str, ms: float, flops: float | None) -> None:
+    """Add an op's time and FLOPs to the matrix products' totals when it is one whose FLOPs are known."""
+    if flops and categories.category(name) == categories.MATMUL:
+        products["flops"] += flops
+        products["ms"] += ms
 
 
 def unprofiled_ms(records: list[dict], after_step: int) -> float | None:

@@ -45,6 +45,34 @@ def cost_text(data: dict, label: str) -> str:
     return f"profiled {profiled:.1f} ms a step, {plain:.1f} without the profiler ({profiled / plain - 1:+.0%})"
 
 
+def matmul_text(data: dict, label: str) -> str:
+    """'matrix products: 21.4 GFLOP/s, 25% of the measured peak (86.8 GFLOP/s)' (pure); '' when unknown."""
+    found = (data.get("matmul") or {}).get(label) or {}
+    if not found.get("gflops"):
+        return ""
+    words = f"matrix products: {found['gflops']:.1f} GFLOP/s"
+    if found.get("of_peak"):
+        words += f", {found['of_peak']:.0%} of the measured peak ({found['peak_gflops']:.1f} GFLOP/s)"
+    return words
+
+
+def fusion_lines(data: dict, label: str) -> list[str]:
+    """What ORT's passes changed for an ORT run, in words (pure); [] for other runs."""
+    found = (data.get("fusions") or {}).get(label)
+    if not found:
+        return []
+    nodes = found["nodes"]
+    lines = [f"ORT's graph: {nodes.get('torch_exported', 0)} nodes exported, {nodes.get('optimized_pre_grad', 0)} in the "
+             f"optimized forward graph, {nodes.get('execution_model', 0)} in the training graph it runs"]
+    for row in found["fused"]:
+        how = ("one node already in the export" if row["exported"] else f"{row['where']}, replacing {row['replaces']}")
+        lines.append(f"{row['op']}: {row['training']} in the training graph ({how})")
+    if found["removed"]:
+        lines.append("removed by the forward passes: " + ", ".join(f"{row['op']} {row['exported']} -> {row['forward']}"
+                                                                  for row in found["removed"]))
+    return lines
+
+
 def figure(data: dict):
     import plotly.graph_objects as go
 
@@ -72,12 +100,15 @@ def text(data: dict) -> str:
     cells = {(row["label"], row["category"]): row for row in data["table"]}
     for label in data["step_ms"]:
         lines.append(f"{bar_label(label, data['engines'][label])}: {cost_text(data, label)}")
+        if matmul_text(data, label):
+            lines.append(f"  {matmul_text(data, label)}")
         for name in CATEGORIES:
             row = cells.get((label, name))
             if row and row["ms_per_step"] > 0:
                 lines.append(f"  {name:<20} {row['ms_per_step']:8.2f} ms  {share_text(row['share']):>4}")
         for row in top_rows(data, label)[:5]:
             lines.append(f"    {row['ms per step']:>7} ms  {row['op']}  ({row['category']}; {row['shapes'] or 'no shapes'})")
+        lines += [f"  {line}" for line in fusion_lines(data, label)]
         lines += [f"  note: {note}" for note in data["notes"].get(label, [])]
     return "\n".join(lines)
 
@@ -99,10 +130,13 @@ def html(profile) -> str:
                        for row in rows)
         notes = "".join(f"<li>{escape.escape(note)}</li>" for note in data["notes"].get(label, []))
         sections.append(f"<h2>{escape.escape(bar_label(label, data['engines'][label]))}</h2>"
-                        f"<p>{escape.escape(cost_text(data, label))}; run folder <code>"
+                        f"<p>{escape.escape(cost_text(data, label))}"
+                        f"{'; ' + escape.escape(matmul_text(data, label)) if matmul_text(data, label) else ''}"
+                        f"; run folder <code>"
                         f"{escape.escape(data['runs'].get(label, ''))}</code></p>"
                         f"{'<ul class=notes>' + notes + '</ul>' if notes else ''}"
-                        f"<div class=table><table><tr>{head}</tr>{body}</table></div>")
+                        f"<div class=table><table><tr>{head}</tr>{body}</table></div>"
+                        + "".join(f"<p>{escape.escape(line)}</p>" for line in fusion_lines(data, label)))
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>ortnb profile</title><style>{STYLE}</style>"
             f"</head><body><h1>Where a training step goes</h1><p>Self time of every op in the profiled steps, in "
             f"categories both engines share; framework overhead is the step time no op accounts for.</p>{chart}"

@@ -166,6 +166,9 @@ def _profile_if_asked(trainer, cfg: RunConfig, run_dir: Path, writes: bool) -> b
         return False
     if cfg.backend == "ort":
         collect.enable_ort_profiling(run_dir)  # before the first forward creates ORT's session
+        # ORTModule's graphs, for what its passes fused (profiling/fusions.py); read when train() attaches ORT
+        if writes:  # one rank's copy is enough, and two would write the same files
+            trainer.args.save_onnx, trainer.args.onnx_prefix = True, "model"
     trainer.add_callback(collect.ProfileCallback(run_dir, int(request["warmup"]), int(request["steps"]), writes,
                                                  ort=cfg.backend == "ort"))
     return True
