@@ -4,7 +4,8 @@ One JupyterLab, one notebook, tiny-bert runs slowed to >= 0.2 s a step. At 1400 
 while a run trains, a progress bar with an ETA appears, another cell runs meanwhile, a summary card
 appears at the end; two identical runs make two bars with distinct labels; Stop stops a long run. Then
 at 1000 px and at 1400 px: the charts fill their output area and no text is cut. Then ONNX Runtime +
-bf16 is refused in the form's words, and Find fastest runs once with a short budget. Screenshots go to
+bf16 is refused in the form's words, Profile fills its tab with a bar per engine, and Find fastest runs once
+with a short budget. Screenshots go to
 the test's temp folder (pytest's tmp_path); the README's picture is made on purpose by
 scripts/dashboard_screenshot.py.
 """
@@ -193,9 +194,22 @@ def test_dashboard_in_jupyterlab(lab):
             expect(button(dashboard, "Run")).to_be_disabled()
             page.screenshot(path=str(shots / "5-ort-bf16.png"))
 
+            # Profile: the form's settings (ORT) beside PyTorch's, a stacked bar per engine in the Profile tab.
+            button(dashboard, "fp32").click()
+            button(dashboard, "Profile").click()
+            expect(progress).to_contain_text("Profile:", timeout=10_000)
+            expect(button(dashboard, "Run")).to_be_disabled()  # one thing at a time
+            expect(progress).to_contain_text("Profile: done", timeout=300_000)
+            expect(page.locator(".ortnb-profile")).to_contain_text("[onnxruntime]", timeout=10_000)
+            expect(page.locator(".ortnb-profile")).to_contain_text("matrix products")
+            bars = plot_data(page, 2)  # live charts, comparison, profile
+            assert [t["name"] for t in bars][:2] == ["matrix products", "attention"], bars
+            assert bars[0]["x"] == ["eager + AdamW [pytorch]", "ort + AdamW [onnxruntime]"], bars
+            assert_fits(page, "1000 px, profile")
+            page.screenshot(path=str(shots / "5b-profile.png"))
+
             # Find fastest, once, with a short budget: progress while it measures, the ranked table, the
             # winner loaded into the form.
-            button(dashboard, "fp32").click()
             budget = dashboard.locator(".widget-hbox", has=page.locator(".ortnb-field-label", has_text="budget (s)"))
             budget.locator("input").fill(str(SEARCH_BUDGET_S))
             budget.locator("input").press("Enter")

@@ -303,3 +303,43 @@ def test_find_fastest_fills_the_table_and_load_winner_fills_the_form(widget_dash
     config = dashboard.panel.config
     assert (config.backend, config.optim, config.batch_size, config.max_steps) == ("ort", "adamw_torch_fused", 32, 300)
     assert config.padding == "longest" and config.length_grouping is True
+
+
+def test_the_profile_button_profiles_the_form_beside_the_other_engine_and_fills_the_profile_tab(widget_dashboard,
+                                                                                                monkeypatch):
+    from types import SimpleNamespace
+
+    import ortnb.profiling
+    from ortnb.profiling import CATEGORIES, Profile
+
+    dashboard, _ = widget_dashboard
+    asked = []
+
+    def fake_profile(configs, on_run):
+        asked.extend(c.label for c in configs)
+        for config in configs:
+            on_run(SimpleNamespace(config=config, stop=lambda: None))
+        rows = [{"label": c.label, "engine": e, "category": name, "ms_per_step": 1.0, "share": 1 / len(CATEGORIES)}
+                for c, e in zip(configs, ("pytorch", "onnxruntime")) for name in CATEGORIES]
+        top = [{"label": configs[1].label, "engine": "onnxruntime", "op": "FusedMatMul (/m)",
+                "engine_of_op": "onnxruntime", "category": "matrix products", "ms_per_step": 1.0,
+                "calls_per_step": 12.0, "shapes": [[16, 128, 384]]}]
+        return Profile(pd.DataFrame(rows), pd.DataFrame(top), {c.label: 9.0 for c in configs},
+                       {c.label: 8.5 for c in configs}, dict(zip((c.label for c in configs), ("pytorch", "onnxruntime"))))
+
+    monkeypatch.setattr(ortnb.profiling, "profile", fake_profile)
+    assert "Press Profile" in dashboard.profile_view.children[0].value
+    dashboard.profile(wait=True)
+    assert asked == ["eager + AdamW", "ort + AdamW"]  # the form's (ort by default) beside PyTorch's, PyTorch first
+    chart, tables = dashboard.profile_view.children
+    assert [trace.name for trace in chart.data] == list(CATEGORIES)
+    assert list(chart.data[0].x) == ["eager + AdamW [pytorch]", "ort + AdamW [onnxruntime]"]
+    assert "FusedMatMul (/m)" in tables.value and "profiled 9.0 ms a step, 8.5 without the profiler" in tables.value
+    assert dashboard.tabs.selected_index == 3 and dashboard.tabs.get_title(3) == "Profile"
+    assert "Profile: done" in dashboard.progress_text.value
+    assert "see the Profile tab" in dashboard.status.value
+    dashboard.track(FakeRun(list(STEPS[:1])))  # while a run trains, Profile is refused and says why
+    dashboard.render()
+    assert dashboard.buttons["Profile"].disabled
+    dashboard.profile(wait=True)
+    assert "a run is training" in dashboard.status.value and len(asked) == 2

@@ -109,8 +109,8 @@ def test_different_workloads_are_refused_with_the_reason():
 def test_one_run_at_a_time_and_stop_reaches_every_active_run():
     state = DashboardState()
     state.start("/runs/a", EAGER, now=0.0)
-    assert state.buttons() == {"Run": False, "Find fastest": False, "Load winner": False, "Stop": True,
-                               "Add to comparison": False, "Clear": False}
+    assert state.buttons() == {"Run": False, "Profile": False, "Find fastest": False, "Load winner": False,
+                               "Stop": True, "Add to comparison": False, "Clear": False}
     assert "one run at a time" in state.why_run_is_disabled()
     with pytest.raises(RuntimeError, match="one run at a time"):
         state.start("/runs/b", EAGER, now=1.0)
@@ -274,3 +274,49 @@ def test_the_form_shows_padding_as_the_run_uses_it_and_keeps_it_moot_for_a_causa
     causal = RunConfig(model="smollm2", dataset="hamlet")
     back = form.config_from_form({**form.form_values(causal), "padding": "max_length"}, causal)
     assert (back.padding, back.length_grouping) == (None, None)
+
+
+def test_profile_is_one_thing_at_a_time_and_says_where_it_is():
+    from ortnb.ui.profile_action import profile_configs
+
+    state = DashboardState()
+    profiling = state.start_profile(["eager + AdamW", "ort + AdamW"], now=0.0)
+    buttons = state.buttons()
+    assert (buttons["Run"], buttons["Profile"], buttons["Find fastest"], buttons["Stop"]) == (False, False, False, True)
+    assert state.why_run_is_disabled() == "a profile is measuring: one thing at a time (Stop it, or wait for it to end)"
+    for start in (lambda: state.start("/runs/a", EAGER, now=1.0), lambda: state.start_search(60, now=1.0),
+                  lambda: state.start_profile(["x"], now=1.0)):
+        with pytest.raises(RuntimeError, match="a profile is measuring"):
+            start()
+    state.profile_progress("ort + AdamW")
+    assert present.profile_text(profiling, now=75.0) == "Profile: ort + AdamW (2 of 2) · 1:15"
+    assert state.request_stop() == [] and profiling.stopping and state.buttons()["Stop"] is False
+    assert present.profile_text(profiling, now=76.0).startswith("stopping · Profile:")
+    state.profile_ended(None, error="profile: the run of ort + AdamW ended stopped")
+    assert state.message.level == "warning" and "was stopped" in state.message.text
+    assert present.profile_text(profiling, now=80.0) == "Profile: stopped"
+    assert state.buttons()["Profile"] is True and state.buttons()["Clear"] is True
+    again = state.start_profile(["eager + AdamW"], now=90.0)
+    state.profile_ended(None, error="ValueError: bad trace")
+    assert state.message == state.message.__class__("Profile failed: ValueError: bad trace", "error")
+    assert present.profile_text(again, now=95.0) == "Profile: failed"
+    done = state.start_profile(["eager + AdamW", "ort + AdamW"], now=100.0)
+    state.profile_ended({"step_ms": {}})
+    assert state.message.text == "profiled eager + AdamW and ort + AdamW: see the Profile tab"
+    assert present.profile_text(done, now=120.0) == "Profile: done · 2 configurations · see the Profile tab"
+    state.clear()
+    assert state.profiling is None
+    # while a run trains, Profile is refused with the reason
+    state.start("/runs/b", EAGER, now=130.0)
+    assert state.buttons()["Profile"] is False
+    with pytest.raises(RuntimeError, match="a run is training"):
+        state.start_profile(["eager + AdamW"], now=131.0)
+    # what the button profiles: the form beside the other engine, PyTorch first; or the compared runs
+    ort = EAGER.replace(backend="ort")
+    assert [c.label for c in profile_configs(EAGER, [])] == ["eager + AdamW", "ort + AdamW"]
+    assert [c.label for c in profile_configs(ort, [])] == ["eager + AdamW", "ort + AdamW"]
+    fused = EAGER.replace(optim="adamw_torch_fused")
+    assert [c.label for c in profile_configs(ort, [EAGER, EAGER, fused])] == ["eager + AdamW", "eager + fused AdamW"]
+    assert [c.label for c in profile_configs(ort, [EAGER, EAGER])] == ["eager + AdamW", "ort + AdamW"]  # one label
+    bf16 = EAGER.replace(precision="bf16")  # its ORT twin is refused on a CPU: the form's alone
+    assert [c.label for c in profile_configs(bf16, [])] == [bf16.label]

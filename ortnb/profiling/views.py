@@ -118,10 +118,9 @@ STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:0 12p
          "tr:nth-child(even){background:#f6f6f6} .notes{color:#8a5a00} code{overflow-wrap:anywhere}")
 
 
-def html(profile) -> str:
-    """A self-contained page (plotly inlined: it opens offline)."""
-    data = profile.to_dict()
-    chart = figure(data).to_html(full_html=False, include_plotlyjs=True, config={"displaylogo": False})
+def sections_html(data: dict) -> str:
+    """Per configuration: its step time and what profiling cost, its matrix products' rate, notes, the top ops
+    table and what ORT fused (pure: HTML text; the page and the Dashboard's Profile tab both show it)."""
     sections = []
     for label in data["step_ms"]:
         rows = top_rows(data, label)
@@ -129,15 +128,21 @@ def html(profile) -> str:
         body = "".join("<tr>" + "".join(f"<td>{escape.escape(str(value))}</td>" for value in row.values()) + "</tr>"
                        for row in rows)
         notes = "".join(f"<li>{escape.escape(note)}</li>" for note in data["notes"].get(label, []))
-        sections.append(f"<h2>{escape.escape(bar_label(label, data['engines'][label]))}</h2>"
+        sections.append(f"<h3>{escape.escape(bar_label(label, data['engines'][label]))}</h3>"
                         f"<p>{escape.escape(cost_text(data, label))}"
                         f"{'; ' + escape.escape(matmul_text(data, label)) if matmul_text(data, label) else ''}"
-                        f"; run folder <code>"
-                        f"{escape.escape(data['runs'].get(label, ''))}</code></p>"
+                        f"; run folder <code>{escape.escape(data['runs'].get(label, ''))}</code></p>"
                         f"{'<ul class=notes>' + notes + '</ul>' if notes else ''}"
                         f"<div class=table><table><tr>{head}</tr>{body}</table></div>"
                         + "".join(f"<p>{escape.escape(line)}</p>" for line in fusion_lines(data, label)))
+    return "".join(sections)
+
+
+def html(profile) -> str:
+    """A self-contained page (plotly inlined: it opens offline)."""
+    data = profile.to_dict()
+    chart = figure(data).to_html(full_html=False, include_plotlyjs=True, config={"displaylogo": False})
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>ortnb profile</title><style>{STYLE}</style>"
             f"</head><body><h1>Where a training step goes</h1><p>Self time of every op in the profiled steps, in "
             f"categories both engines share; framework overhead is the step time no op accounts for.</p>{chart}"
-            f"{''.join(sections)}</body></html>")
+            f"{sections_html(data)}</body></html>")

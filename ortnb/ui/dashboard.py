@@ -23,12 +23,14 @@ from ..runner import Run, launch, layout
 from ..validation import validate
 from . import form, present
 from .find_fastest import DEFAULT_BUDGET_S, FindFastest
+from .profile_action import ProfileAction
 from .state import FINAL, DashboardState
 
 POLL_SECONDS = 0.25
-TABS = ("Live", "Comparison", "Try it")
+TABS = ("Live", "Comparison", "Try it", "Profile")
 BUTTONS = (("Run", "success", "play"), ("Stop", "danger", "stop"), ("Add to comparison", "info", "plus"),
-           ("Clear", "", "trash"), ("Find fastest", "warning", "search"), ("Load winner", "", "upload"))
+           ("Clear", "", "trash"), ("Find fastest", "warning", "search"), ("Load winner", "", "upload"),
+           ("Profile", "", "bar-chart"))
 
 
 def status_text(run: Run | None, records: list[dict] | None = None) -> str:
@@ -46,7 +48,7 @@ def status_text(run: Run | None, records: list[dict] | None = None) -> str:
     return text
 
 
-class Dashboard(FindFastest):
+class Dashboard(FindFastest, ProfileAction):
     def __init__(self, config: RunConfig | None = None, *, dataset=None, throttle: Throttle | None = None,
                  start: bool = True, clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time):
@@ -97,6 +99,8 @@ class Dashboard(FindFastest):
         self.buttons["Clear"].on_click(lambda _b: self.clear())
         self.buttons["Find fastest"].on_click(lambda _b: self.find_fastest())
         self.buttons["Load winner"].on_click(lambda _b: self.load_winner())
+        self.buttons["Profile"].on_click(lambda _b: self.profile())
+        self.buttons["Profile"].tooltip = "where a training step goes, op by op: PyTorch and ONNX Runtime side by side"
         self.budget = w.BoundedIntText(value=DEFAULT_BUDGET_S, min=1, max=24 * 3600, layout=w.Layout(width="90px"),
                                        tooltip="how long Find fastest may measure, in seconds")
         budget = w.HBox([w.HTML("<span class='ortnb-field-label' title='how long Find fastest may measure'>"
@@ -114,14 +118,15 @@ class Dashboard(FindFastest):
         self.search_table = w.HTML()
         full = w.Layout(width="100%")
         self.try_it = TryIt()
+        self.profile_view = w.VBox(layout=full)
         self.tabs = w.Tab(children=[w.VBox([self.figure], layout=full),
                                     w.VBox([self.comparison_figure, self.table, self.search_table], layout=full),
-                                    self.try_it.widget],
+                                    self.try_it.widget, self.profile_view],
                           layout=w.Layout(width="auto"))
         for index, title in enumerate(TABS):
             self.tabs.set_title(index, title)
         row = [*(self.buttons[name] for name in ("Run", "Stop", "Add to comparison", "Clear", "Find fastest")), budget,
-               self.buttons["Load winner"]]
+               self.buttons["Load winner"], self.buttons["Profile"]]
         self.widget = w.VBox([self.settings, w.HBox(row, layout=w.Layout(flex_flow="row wrap")), self.status,
                               self.progress, self.card, self.tabs, WidthWatcher()], layout=full)
         self.widget.add_class("ortnb-dashboard")
@@ -135,7 +140,7 @@ class Dashboard(FindFastest):
         config = config or (self.panel.config if self.widgets else self._config)
         problems = self.panel.problems if from_form else validate(config)
         with self._lock:
-            if problems or self.state.active_runs:
+            if problems or self.state.active_runs or self.state.searching or self.state.profiling_active:
                 message = ("cannot start: " + "; ".join(form.problem_lines(problems)) if problems
                            else self.state.why_run_is_disabled())
                 self.state.say(message, "error" if problems else "warning")
@@ -177,6 +182,8 @@ class Dashboard(FindFastest):
             ids = self.state.request_stop()
             if self.state.searching:
                 self._search_stop.set()
+            if self.state.profiling_active:
+                self._stop_profile()
         for run_id in ids:
             threading.Thread(target=self.runs[run_id].stop, name="ortnb-stop", daemon=True).start()
         self.render()
@@ -275,6 +282,7 @@ class Dashboard(FindFastest):
             self.settings.set_title(0, f"Run settings: {self.panel.config.label}")
             self._render_live()
             self._render_comparison()
+            self._render_profile()
             self.try_it.show(self.active, state.latest)
 
     def _show_message(self) -> None:
@@ -284,7 +292,11 @@ class Dashboard(FindFastest):
             print(f"ortnb: {self.state.message.text}")
 
     def _render_progress(self) -> None:
-        search, latest = self.state.search, self.state.latest
+        search, latest, profiling = self.state.search, self.state.latest, self.state.profiling
+        newest = max((item.started_at for item in (search, latest) if item is not None), default=float("-inf"))
+        if profiling is not None and profiling.started_at >= newest:
+            self._render_profile_progress(profiling)
+            return
         if search is not None and (search.started_at >= (latest.started_at if latest else float("-inf"))):
             self._render_search_progress(search)
             return

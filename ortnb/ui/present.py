@@ -331,6 +331,19 @@ def search_text(search, now: float) -> str:
             f"{format_duration(search.budget_s)}{best_text}")
 
 
+def profile_text(profiling, now: float) -> str:
+    """One line while a profile measures (configuration i of n, elapsed) and after it ends (pure)."""
+    count = len(profiling.labels)
+    if profiling.done:
+        if profiling.data is None:
+            return "Profile: stopped" if profiling.error is None or "stopped" in profiling.error else "Profile: failed"
+        return f"Profile: done · {count} configuration{'s' if count != 1 else ''} · see the Profile tab"
+    verb = "stopping · " if profiling.stopping else ""
+    label = profiling.labels[profiling.current] if profiling.labels else ""
+    return (f"{verb}Profile: {label} ({profiling.current + 1} of {count}) · "
+            f"{format_duration(now - profiling.started_at)}")
+
+
 def search_cell(key: str, value, row: dict | None = None) -> str:
     if key == "p25" and row is not None:  # the range, as the comparison table shows it
         low, high = row.get("p25"), row.get("p75")

@@ -75,6 +75,19 @@ class Search:
 
 
 @dataclass
+class Profiling:
+    """A Profile (ortnb.profile) started from the dashboard: where a step goes for one or more configurations."""
+
+    started_at: float
+    labels: list[str]
+    current: int = 0  # the configuration being profiled (index into labels)
+    data: dict | None = None  # Profile.to_dict() when it ended
+    error: str | None = None
+    done: bool = False
+    stopping: bool = False
+
+
+@dataclass
 class DashboardState:
     runs: dict[str, RunEntry] = field(default_factory=dict)  # run id -> entry, in start order
     compared: list[str] = field(default_factory=list)  # run ids, the first one with enough steps is the baseline
@@ -82,6 +95,7 @@ class DashboardState:
     form_problems: list[str] = field(default_factory=list)
     started_count: int = 0  # never reset, so a run's colour is never reused after Clear
     search: Search | None = None
+    profiling: Profiling | None = None
 
     # -- what the buttons may do --------------------------------------------------------------
 
@@ -97,19 +111,26 @@ class DashboardState:
     def searching(self) -> bool:
         return self.search is not None and not self.search.done
 
+    @property
+    def profiling_active(self) -> bool:
+        return self.profiling is not None and not self.profiling.done
+
     def buttons(self) -> dict[str, bool]:
         """Which buttons are enabled."""
         latest = self.latest
-        busy = bool(self.active_runs) or self.searching  # one thing at a time on these cores
+        busy = bool(self.active_runs) or self.searching or self.profiling_active  # one thing at a time
         return {
             "Run": not busy and not self.form_problems,
+            "Profile": not busy and not self.form_problems,
             "Find fastest": not busy,
             "Load winner": bool(self.search and self.search.done and self.search.best is not None),
-            "Stop": any(not e.stopping for e in self.active_runs) or (self.searching and not self.search.stopping),
+            "Stop": any(not e.stopping for e in self.active_runs) or (self.searching and not self.search.stopping)
+                    or (self.profiling_active and not self.profiling.stopping),
             "Add to comparison": bool(latest and latest.done and latest.id not in self.compared
                                       and latest.summary is not None),
             "Clear": bool(self.message or self.compared or any(e.done for e in self.runs.values())
-                          or (self.search is not None and self.search.done)),
+                          or (self.search is not None and self.search.done)
+                          or (self.profiling is not None and self.profiling.done)),
         }
 
     def why_run_is_disabled(self) -> str:
@@ -117,6 +138,8 @@ class DashboardState:
             return "a run is training: one run at a time (Stop it, or wait for it to end)"
         if self.searching:
             return "Find fastest is measuring candidates: one thing at a time (Stop it, or wait for it to end)"
+        if self.profiling_active:
+            return "a profile is measuring: one thing at a time (Stop it, or wait for it to end)"
         if self.form_problems:
             return "the form describes a run this machine cannot start (see the notes above)"
         return ""
@@ -125,7 +148,7 @@ class DashboardState:
 
     def start(self, run_id: str, config: RunConfig, now: float) -> RunEntry:
         """Record a run the controller has just launched. Refused while another run trains."""
-        if self.active_runs or self.searching:
+        if self.active_runs or self.searching or self.profiling_active:
             raise RuntimeError(self.why_run_is_disabled())
         label = unique_label(config.label, [e.label for e in self.runs.values()])
         entry = RunEntry(run_id, config, label, PALETTE[self.started_count % len(PALETTE)], now)
@@ -145,12 +168,15 @@ class DashboardState:
         if self.searching and not self.search.stopping:
             self.search.stopping = True
             self.message = Message("stopping the search: what was measured so far is kept")
+        if self.profiling_active and not self.profiling.stopping:
+            self.profiling.stopping = True
+            self.message = Message("stopping the profile: the run in progress stops after its current step")
         return ids
 
     # -- Find fastest -------------------------------------------------------------------------
 
     def start_search(self, budget_s: float, now: float) -> Search:
-        if self.active_runs or self.searching:
+        if self.active_runs or self.searching or self.profiling_active:
             raise RuntimeError(self.why_run_is_disabled())
         self.search = Search(started_at=now, budget_s=budget_s)
         self.message = None
@@ -179,6 +205,34 @@ class DashboardState:
             self.message = Message(f"{text} Press Load winner to try it.", "warning")
         else:
             self.message = Message(f"fastest here: {best.label}; press Load winner to put it in the form")
+
+    # -- Profile ------------------------------------------------------------------------------
+
+    def start_profile(self, labels: list[str], now: float) -> Profiling:
+        """A profile of these configurations begins. Refused while a run, a search or another profile runs."""
+        if self.active_runs or self.searching or self.profiling_active:
+            raise RuntimeError(self.why_run_is_disabled())
+        self.profiling = Profiling(started_at=now, labels=list(labels))
+        self.message = None
+        return self.profiling
+
+    def profile_progress(self, label: str) -> None:
+        """The profile started its run of ``label``."""
+        if self.profiling is not None and label in self.profiling.labels:
+            self.profiling.current = self.profiling.labels.index(label)
+
+    def profile_ended(self, data: dict | None, error: str | None = None) -> None:
+        if self.profiling is None:
+            return
+        stopped = self.profiling.stopping
+        self.profiling.data, self.profiling.error, self.profiling.done = data, error, True
+        self.profiling.stopping = False
+        if data is not None:
+            self.message = Message("profiled " + " and ".join(self.profiling.labels) + ": see the Profile tab")
+        elif stopped:
+            self.message = Message("the profile was stopped; nothing was profiled to the end", "warning")
+        else:
+            self.message = Message(f"Profile failed: {error}", "error")
 
     def observe(self, run_id: str, *, status: str, records: list, now: float, error: str | None = None,
                 summary: dict | None = None) -> None:
@@ -229,6 +283,8 @@ class DashboardState:
         self.message = None
         if self.search is not None and self.search.done:
             self.search = None
+        if self.profiling is not None and self.profiling.done:
+            self.profiling = None
         return dropped
 
     def say(self, text: str, level: str = "info") -> None:
