@@ -278,15 +278,30 @@ def cmd_compare(options: argparse.Namespace) -> int:
                       f"{interrupted.runs_planned} runs: the run in progress was stopped and configurations not "
                       "run read 'not run'")
         interrupts.say(f"ortnb compare: {incomplete}; writing the incomplete report...")
+    profiled = _profile_for_report(configs, options) if options.profile and incomplete is None else None
     with interrupts.deferred(lambda again: interrupts.say(
             f"ortnb compare: {interrupts.name(again)}: the report is being written; it takes a moment", sys.stderr)):
-        _report(table, configs, runs, options, incomplete)
+        _report(table, configs, runs, options, incomplete, profiled)
     if signalled is not None:
         return signalled  # as a shell reports a command a signal ended: 128 + its number
     return 0 if all(s == "completed" for s in table["status"]) else 1
 
 
-def _report(table, configs: list, runs: list[list], options: argparse.Namespace, incomplete: str | None) -> None:
+def _profile_for_report(configs: list, options: argparse.Namespace):
+    """compare --profile: each configuration profiled in a fresh run after the measurements; None (and why) if
+    a profile run fails, so the comparison's report is still written."""
+    from .profiling import profile
+
+    try:
+        return profile(configs, on_run=lambda run: print(f"ortnb compare: profiling {run.config.label} -> "
+                                                         f"{run.run_dir}", flush=True))
+    except (RuntimeError, ValueError) as error:
+        print(f"ortnb compare: the profile was not written: {str(error).splitlines()[0]}", file=sys.stderr)
+        return None
+
+
+def _report(table, configs: list, runs: list[list], options: argparse.Namespace, incomplete: str | None,
+            profiled=None) -> None:
     """Print the table and write report.html, results.json and table.md (marked incomplete when interrupted)."""
     from . import report
     from .comparison import describe_best, describe_quality
@@ -300,7 +315,7 @@ def _report(table, configs: list, runs: list[list], options: argparse.Namespace,
     summaries = [[{**r.summary(), "error": r.error} for r in group] for group in runs]
     _print_failures(runs)
     json_path, html_path = report.write(table, configs, options.out, options.command_line, summaries,
-                                        incomplete=incomplete)
+                                        incomplete=incomplete, profile=profiled)
     (json_path.parent / "table.md").write_text((f"**Incomplete**: {incomplete}.\n\n" if incomplete else "")
                                                + report.markdown_table(table))
     print(f"ortnb compare: wrote {html_path} and {json_path}{' (incomplete)' if incomplete else ''}")
@@ -478,6 +493,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--wait-for-quiet", type=float, default=QUIET_WAIT_S, metavar="SECONDS",
                      help=f"before each run, wait up to this long for other processes to leave the CPU (default "
                           f"{QUIET_WAIT_S:g}; 0: do not wait); a run measured under load is flagged either way")
+    cmp.add_argument("--profile", action="store_true",
+                     help="also profile where each configuration's step goes (a fresh run each, after the "
+                          "measurements) into report.html and profile.json")
     cmp.add_argument("--runs", default="runs", help="where run directories go")
     cmp.add_argument("--out", default="comparison", help="where report.html, results.json and table.md go")
     cmp.set_defaults(run=cmd_compare)

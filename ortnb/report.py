@@ -96,9 +96,10 @@ def strict_json(value):
 
 
 def write(table, configs: list[RunConfig], out_dir: str | Path, command: str,
-          runs: list[list[dict]] | None = None, incomplete: str | None = None) -> tuple[Path, Path]:
+          runs: list[list[dict]] | None = None, incomplete: str | None = None, profile=None) -> tuple[Path, Path]:
     """Write results.json and a self-contained report.html (plotly inlined: opens offline); ``incomplete`` says
-    in both why not every run was measured."""
+    in both why not every run was measured. ``profile`` (a Profile, ``compare --profile``): where each
+    configuration's step goes, in the page and as profile.json beside it."""
     from .charts import comparison_figure
 
     out = Path(out_dir)
@@ -120,9 +121,22 @@ def write(table, configs: list[RunConfig], out_dir: str | Path, command: str,
             f"{'<ul class=notes>' + notes + '</ul>' if notes else ''}{figure}{html_table(table)}"
             f"<h2>Method</h2><p>{html.escape(METHOD)}</p><h2>Machine and versions</h2><ul>{facts}</ul>"
             f"<p>Every figure of every run is in <code>results.json</code> beside this page.</p></body></html>")
+    if profile is not None:
+        page = page.replace("<h2>Method</h2>", _profile_section(profile, out) + "<h2>Method</h2>", 1)
     html_path = out / "report.html"
     html_path.write_text(page)
     return json_path, html_path
+
+
+def _profile_section(profile, out: Path) -> str:
+    """The profile's stacked bars and top ops (plotly is already on the page), and profile.json beside it."""
+    from .profiling import views
+
+    data = profile.to_dict()
+    (out / "profile.json").write_text(json.dumps(strict_json(data), indent=1, default=str))
+    chart = views.figure(data).to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False})
+    return (f"<h2>Where a step goes</h2><p>Each configuration profiled in a fresh run of its own after the "
+            f"measurements (profile.json has every figure).</p>{chart}{views.sections_html(data)}")
 
 
 # The page fits 1000 px: cells wrap between words, never inside a word or a number, and a table wider than

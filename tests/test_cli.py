@@ -170,6 +170,41 @@ def test_compare_says_why_a_configuration_failed_and_stores_it(tmp_path, monkeyp
     assert [r[0]["error"] for r in runs] == [None, "ValueError: tokenizer exploded\nTraceback (most recent..."]
 
 
+def test_compare_with_profile_puts_where_each_step_goes_into_the_report(tmp_path, monkeypatch, capsys):
+    import pandas as pd
+
+    import ortnb.profiling
+    from ortnb import comparison
+    from ortnb.profiling import CATEGORIES, Profile
+
+    def fake_compare(configs, baseline=0, repeats=1, on_run=None, **waiting):
+        runs = [FakeRun(configs[0], tmp_path / "a"), FakeRun(configs[1], tmp_path / "b")]
+        return comparison.table([[run.summary()] for run in runs], baseline)
+
+    profiled = []
+
+    def fake_profile(configs, on_run=None):
+        profiled.extend(c.label for c in configs)
+        rows = [{"label": c.label, "engine": "pytorch", "category": name, "ms_per_step": 2.0, "share": 0.1}
+                for c in configs for name in CATEGORIES]
+        return Profile(pd.DataFrame(rows), pd.DataFrame([]), {c.label: 20.0 for c in configs},
+                       {c.label: 19.0 for c in configs}, {c.label: "pytorch" for c in configs})
+
+    monkeypatch.setattr(comparison, "compare", fake_compare)
+    monkeypatch.setattr(ortnb.profiling, "profile", fake_profile)
+    configs = [{**GOOD, "name": "first"}, {**GOOD, "name": "second"}]
+    path = write(tmp_path, "cmp.json", json.dumps({"configs": configs}))
+    out = tmp_path / "out"
+    assert cli.main(["compare", "--config", path, "--out", str(out), "--runs", str(tmp_path), "--profile"]) == 0
+    assert profiled == ["first", "second"]
+    page = (out / "report.html").read_text()
+    assert page.index("<h2>Where a step goes</h2>") < page.index("<h2>Method</h2>")
+    assert "first [pytorch]" in page and "profiled 20.0 ms a step, 19.0 without the profiler" in page
+    assert json.loads((out / "profile.json").read_text())["step_ms"] == {"first": 20.0, "second": 20.0}
+    assert cli.main(["compare", "--config", path, "--out", str(tmp_path / "plain"), "--runs", str(tmp_path)]) == 0
+    assert not (tmp_path / "plain" / "profile.json").exists() and len(profiled) == 2  # only when asked
+
+
 class SimpleFigure:
     def to_html(self, **_options) -> str:
         return "<div>figure</div>"
