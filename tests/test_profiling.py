@@ -116,3 +116,11 @@ def test_the_text_view_shows_each_category_s_share_and_what_profiling_cost():
     bars = {trace["name"]: trace for trace in stacked_bars(data)}
     assert bars["matrix products"]["y"] == [6.0] and bars["matrix products"]["text"] == ["60%"]
     assert bars["attention"]["y"] == [0.0] and bars["attention"]["text"] == [""]
+
+
+def test_a_profile_measured_under_load_says_so():
+    from ortnb.profiling.profiles import _contention_note
+
+    assert "measured while other processes used the CPU (40% of its steps)" in \
+        _contention_note({"contended": True, "contended_share": 0.4})[0]
+    assert _contention_note({"contended": False}) == [] and _contention_note({}) == []

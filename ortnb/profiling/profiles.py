@@ -59,7 +59,13 @@ class Profile:
         folder = Path(folder).expanduser()
         folder.mkdir(parents=True, exist_ok=True)
         written = {"json": folder / "profile.json", "html": folder / "profile.html"}
-        files.write_atomic(written["json"], json.dumps(self.to_dict(), indent=1, default=str))
+        import time
+
+        from ..report import machine, strict_json, versions
+
+        record = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": machine(), "versions": versions(),
+                  **self.to_dict()}  # the host and versions every figure belongs to
+        files.write_atomic(written["json"], json.dumps(strict_json(record), indent=1, default=str))
         files.write_atomic(written["html"], html(self))
         return written
 
@@ -124,12 +130,13 @@ def build(found: dict[str, tuple], warmup: int, steps: int) -> Profile:
         recorded = files.read_json_object(Path(run_dir) / collect.PROFILE)
         if recorded is None:
             raise parse.ProfileUnreadable(f"the run of {label} wrote no readable profile ({Path(run_dir) / collect.PROFILE})")
-        engine = metrics.summarize(records, warmup).get("engine") or "unknown"
+        summary = metrics.summarize(records, warmup)
+        engine = summary.get("engine") or "unknown"
         peak = (files.read_json_object(Path(run_dir) / "peak.json") or {}).get("flops")
         one = breakdown_of(recorded, peak if isinstance(peak, (int, float)) else None)
         step_ms[label], engines[label], folders[label], matmul[label] = one["step_ms"], engine, str(run_dir), one["matmul"]
         plain[label] = unprofiled_ms(records, warmup + recorded["steps"])
-        notes[label] = one["notes"] + _fallback_note(cfg, engine)
+        notes[label] = one["notes"] + _fallback_note(cfg, engine) + _contention_note(summary)
         if engine == "onnxruntime":
             found = fusions.summary(Path(run_dir) / "onnx")
             if found is not None:
@@ -191,6 +198,16 @@ def unprofiled_ms(records: list[dict], after_step: int) -> float | None:
     times = [s["step_time"] * 1000.0 for s in metrics.steps(records) if s.get("step", 0) > after_step
              and isinstance(s.get("step_time"), (int, float)) and math.isfinite(s["step_time"])]
     return stats.median(times) if times else None
+
+
+def _contention_note(summary: dict) -> list[str]:
+    """A run measured while other processes used the CPU says so: on 2 cores its ms are not this machine's."""
+    if not summary.get("contended"):
+        return []
+    share = summary.get("contended_share")
+    part = f" ({share:.0%} of its steps)" if isinstance(share, (int, float)) else ""
+    return [f"measured while other processes used the CPU{part}: its times are inflated; profile again on a quiet "
+            "machine before reading them as this machine's"]
 
 
 def _fallback_note(cfg: RunConfig, engine: str) -> list[str]:
