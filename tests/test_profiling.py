@@ -55,6 +55,7 @@ def test_the_profile_command_splits_both_engines_steps_into_the_same_categories(
     assert fused["Gelu"]["exported"] == 0 and fused["Gelu"]["forward"] > 0  # ORT's Gelu fusion, from its graphs
     assert "eager + AdamW" not in data["fusions"]
     assert "Gelu: " in printed and "fused in the forward graph, replacing Div, Erf" in printed
+    assert "side by side:" in printed and "in all, a step of ort + AdamW [onnxruntime] takes" in printed
     assert [trace["x"] for trace in stacked_bars(data)][0] == ["eager + AdamW [pytorch]", "ort + AdamW [onnxruntime]"]
 
 
@@ -124,3 +125,23 @@ def test_a_profile_measured_under_load_says_so():
     assert "measured while other processes used the CPU (40% of its steps)" in \
         _contention_note({"contended": True, "contended_share": 0.4})[0]
     assert _contention_note({"contended": False}) == [] and _contention_note({}) == []
+
+
+def test_two_profiles_are_set_side_by_side_in_words_with_the_fusion_that_explains_a_gap():
+    from ortnb.profiling.views import differences
+
+    def rows(label, ms):
+        return [{"label": label, "category": name, "ms_per_step": ms.get(name, 0.0)} for name in CATEGORIES]
+
+    data = {"step_ms": {"eager": 30.0, "ort": 21.0}, "engines": {"eager": "pytorch", "ort": "onnxruntime"},
+            "table": rows("eager", {"activations": 9.0, "matrix products": 10.0, "optimizer step": 5.0,
+                                    "attention": 1.2}) +
+            rows("ort", {"activations": 2.0, "matrix products": 11.0, "optimizer step": 5.0, "attention": 1.0}),
+            "fusions": {"ort": {"fused": [{"op": "Gelu", "exported": 0, "training": 6, "replaces": "Div, Erf"},
+                                          {"op": "LayerNormalization", "exported": 13, "training": 13,
+                                           "replaces": "ReduceMean"}]}}}
+    assert differences(data, "eager", "ort") == [
+        "ort [onnxruntime] spends 7.0 ms less a step in activations than eager [pytorch] (2.0 against 9.0 ms): "
+        "its graph runs 6 Gelu kernels, each from Div, Erf",
+        "eager [pytorch] spends 1.0 ms less a step in matrix products than ort [onnxruntime] (10.0 against 11.0 ms)",
+        "in all, a step of ort [onnxruntime] takes 9.0 ms less (21.0 against 30.0 ms, profiled)"]
