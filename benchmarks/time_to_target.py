@@ -1,0 +1,231 @@
+"""Time to a good model, v2: wall clock until a run first reaches a target accuracy on the fixed 1,000-snippet
+Rotten Tomatoes validation split, evaluated on one schedule counted in samples, for four ways to train MiniLM-L6.
+
+    python benchmarks/time_to_target.py --target 0.80 --repeats 2 --out benchmarks/results/time-to-target.json
+
+Variants, each in a fresh process, alternated (a b c d a b c d ...):
+  (a) baseline  Optimum's published baseline: transformers Trainer, fp32, AdamW, every row padded to 128, batch 16
+  (b) careful   a careful Trainer user: per-batch padding (to a multiple of 8) + length-grouped batches, fused
+                AdamW, bf16 autocast where the CPU has bf16 units, batch 16
+  (c) defaults  ortnb's Dashboard defaults, untuned (``RunConfig()``: ORT, AdamW, fp32, per-batch padding,
+                batch 16, learning rate 5e-5), launched with ``ortnb.launch`` and ``target=``
+  (d) tuned     ortnb's tuned winner (``ortnb.tune``, from its cache when present; the search's own time is
+                recorded apart), its learning rate sqrt-scaled from (a)'s by its global batch
+(a), (b) and (d) train at ``--lr`` (1e-4, linear decay over ``--max-samples``); all four evaluate every
+``--eval-every`` training samples (and before training), stop at the first evaluation at or above ``--target``
+and otherwise end after ``--max-samples`` (one epoch by default). (a) and (b) stop through a 10-line callback, as
+a Trainer user would write it; (c) and (d) through ``RunConfig.target``. The clock runs from the start of the
+child's work (model load, tokenization, ORT's export included) to the end of the evaluation that reached the
+target; the evaluations' own time is included and reported apart. The machine's 1-minute load is recorded
+beside each run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from time_to_accuracy import DATASET, MODEL, SEQ, training_rows  # noqa: E402  (the same rows and model)
+
+VARIANTS = ("baseline", "careful", "defaults", "tuned")
+
+
+# --- child side: one variant, timed ------------------------------------------------------------------
+
+
+def trainer_variant(name: str, options) -> dict:
+    """(a) and (b): transformers' own Trainer, with the evaluation schedule and a stop-at-target callback."""
+    import numpy as np
+    import torch
+    from transformers import DataCollatorWithPadding, Trainer, TrainerCallback, TrainingArguments
+
+    from ortnb import assets, capabilities
+
+    started = time.perf_counter()
+    careful = name == "careful"
+    bf16 = careful and capabilities().bf16_cpu_native
+    model, tokenizer = assets.load_model(MODEL, "sequence-classification")
+    train, validation = training_rows(options.max_samples)
+    padding = {} if careful else {"padding": "max_length"}
+
+    def tokenize(rows):
+        return rows.map(lambda b: tokenizer(b["text"], truncation=True, max_length=SEQ, **padding), batched=True,
+                        remove_columns=["text"])
+
+    train, validation = tokenize(train), tokenize(validation)
+    reached: dict = {}
+
+    class StopAtTarget(TrainerCallback):  # what a Trainer user writes to train until good
+        def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+            if state.global_step > 0 and (metrics or {}).get("eval_accuracy", 0.0) >= options.target and not reached:
+                reached.update(step=state.global_step, accuracy=metrics["eval_accuracy"],
+                               seconds=time.perf_counter() - started)
+                control.should_training_stop = True
+
+    def accuracy(prediction):
+        return {"accuracy": float((np.argmax(prediction.predictions, -1) == prediction.label_ids).mean())}
+
+    every = max(1, options.eval_every // options.batch)
+    args = TrainingArguments(
+        output_dir=str(Path(options.work) / name), per_device_train_batch_size=options.batch,
+        per_device_eval_batch_size=64, max_steps=-(-options.max_samples // options.batch), learning_rate=options.lr,
+        seed=0, optim="adamw_torch_fused" if careful else "adamw_torch", bf16=bf16, eval_strategy="steps",
+        eval_steps=every, eval_on_start=True, train_sampling_strategy="group_by_length" if careful else "random",
+        save_strategy="no", report_to=[], disable_tqdm=True, logging_steps=50, use_cpu=not torch.cuda.is_available(),
+        dataloader_pin_memory=False)
+    collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8 if careful else None)
+    trainer = Trainer(model=model, args=args, train_dataset=train, eval_dataset=validation, data_collator=collator,
+                      processing_class=tokenizer, compute_metrics=accuracy, callbacks=[StopAtTarget()])
+    result = trainer.train()
+    evaluations = [r for r in trainer.state.log_history if "eval_accuracy" in r]
+    return {"seconds_to_target": reached.get("seconds"), "reached": bool(reached), "target_step": reached.get("step"),
+            "wall_s": time.perf_counter() - started, "steps": result.global_step,
+            "samples": result.global_step * options.batch, "eval_s": sum(r["eval_runtime"] for r in evaluations),
+            "evaluations": [{"step": r["step"], "accuracy": r["eval_accuracy"]} for r in evaluations],
+            "precision": "bf16" if bf16 else "fp32", "engine": "pytorch", "batch": options.batch}
+
+
+def ortnb_variant(name: str, options) -> dict:
+    """(c) and (d): launched through ortnb as a user would, with ``target``."""
+    import ortnb
+    from ortnb import metrics
+
+    started, launched_at = time.perf_counter(), time.time()
+    if name == "tuned":
+        winner = ortnb.RunConfig.from_json(options.winner)
+        global_batch = winner.batch_size * winner.num_processes
+        config = winner.replace(learning_rate=options.lr * (global_batch / options.batch) ** 0.5, name="tuned winner")
+    else:
+        config = ortnb.RunConfig(name="ortnb defaults")
+    global_batch = config.batch_size * config.num_processes
+    steps = -(-options.max_samples // global_batch)
+    config = config.replace(model=MODEL, dataset=DATASET, seq_len=SEQ, evaluate=True, eval_dataset=None,
+                            max_steps=steps, warmup_steps=min(config.warmup_steps, steps - 1), epochs=None, seed=0,
+                            eval_every=max(1, options.eval_every // global_batch), target=options.target,
+                            metric="accuracy", early_stopping_patience=None,
+                            output_dir=str(Path(options.work) / f"{name}-runs"))
+    run = ortnb.launch(config)
+    status = run.wait()
+    wall = time.perf_counter() - started
+    if status != "completed":
+        raise RuntimeError(f"the {name} run ended {status}: {run.error}")
+    summary = run.summary()
+    evaluations = metrics.evaluations(run.records())
+    final = metrics.final_event(run.records()) or {}
+    reached_at = final.get("target_wall_time")
+    return {"seconds_to_target": reached_at - launched_at if final.get("reached_target") and reached_at else None,
+            "reached": bool(final.get("reached_target")), "target_step": final.get("target_step"), "wall_s": wall,
+            "steps": (metrics.steps(run.records()) or [{}])[-1].get("step"), "eval_s": sum(e.get("eval_time_s") or 0.0 for e in evaluations),
+            "evaluations": [{"step": e["step"], "accuracy": e.get("accuracy")} for e in evaluations],
+            "engine": summary["engine"], "config": config.to_dict(), "median_samples_per_s": summary["samples_per_s"],
+            "startup_s": summary.get("startup_s"), "run_dir": str(run.run_dir)}
+
+
+def child(options) -> None:
+    result = (trainer_variant(options.child, options) if options.child in ("baseline", "careful")
+              else ortnb_variant(options.child, options))
+    print(json.dumps(result), flush=True)
+
+
+# --- parent side: the winner, then the variants alternated ------------------------------------------------
+
+
+def tuned_winner(options) -> tuple[Path, dict]:
+    import ortnb
+
+    started = time.perf_counter()
+    result = ortnb.tune(MODEL, DATASET, budget_s=options.budget)
+    path = Path(options.work) / "winner.json"
+    result.best.to_json(path)
+    return path, {"label": result.best.label, "config": result.best.to_dict(), "from_cache": result.from_cache,
+                  "complete": result.complete, "search_s": result.elapsed_s, "call_s": time.perf_counter() - started}
+
+
+def run_child(name: str, options) -> dict:
+    argv = [sys.executable, __file__, "--child", name, "--target", str(options.target), "--lr", str(options.lr),
+            "--batch", str(options.batch), "--eval-every", str(options.eval_every), "--max-samples",
+            str(options.max_samples), "--work", options.work, "--winner", str(options.winner or "")]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    if done.returncode:
+        return {"status": "failed", "stderr_tail": done.stderr[-3000:], "process_s": time.perf_counter() - started,
+                "load_1min_before": load}
+    return {"status": "ok", **json.loads(done.stdout.strip().splitlines()[-1]), "load_1min_before": load,
+            "process_s": time.perf_counter() - started}
+
+
+def summarize(runs: list[dict], variants: list[str]) -> dict:
+    """Median seconds to the target per variant (only runs that reached it), and the ratios the issue asks for."""
+    def median(name, key):
+        values = [r[key] for r in runs if r["variant"] == name and r["status"] == "ok" and r.get(key) is not None]
+        return statistics.median(values) if values else None
+
+    seconds = {name: median(name, "seconds_to_target") for name in variants}
+    reached = {name: sum(1 for r in runs if r["variant"] == name and r.get("reached")) for name in variants}
+    ratio = (lambda a, b: seconds[a] / seconds[b] if seconds.get(a) and seconds.get(b) else None)
+    return {"seconds_to_target": seconds, "eval_s": {name: median(name, "eval_s") for name in variants},
+            "runs_that_reached": reached, "baseline_over_tuned": ratio("baseline", "tuned"),
+            "baseline_over_defaults": ratio("baseline", "defaults"), "careful_over_tuned": ratio("careful", "tuned")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", type=float, default=0.80, help="validation accuracy to reach")
+    parser.add_argument("--eval-every", type=int, default=1024, help="training samples between evaluations")
+    parser.add_argument("--max-samples", type=int, default=11808, help="give up after this many (default: an epoch)")
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--batch", type=int, default=16, help="batch size of (a) and (b)")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--budget", type=float, default=180.0, help="ortnb.tune's budget for (d)")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--winner", help="a RunConfig JSON to use for (d) instead of ortnb.tune")
+    parser.add_argument("--work", default="/tmp/ortnb-time-to-target")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "time-to-target.json")
+    parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
+    options = parser.parse_args(argv)
+    Path(options.work).mkdir(parents=True, exist_ok=True)
+    if options.child:
+        child(options)
+        return 0
+    from ortnb.report import machine, versions
+
+    variants = options.variants.split(",")
+    record = {"command": "python " + " ".join(sys.argv), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+              "model": MODEL, "dataset": DATASET, "target": options.target, "eval_every_samples": options.eval_every,
+              "max_samples": options.max_samples, "lr": options.lr, "batch_a_b": options.batch,
+              "repeats": options.repeats, "machine": machine(), "versions": versions(), "runs": []}
+    if "tuned" in variants and not options.winner:
+        options.winner, record["tune"] = tuned_winner(options)
+        print(f"tuned winner: {record['tune']['label']} (search {record['tune']['search_s']:.0f} s, "
+              f"from cache: {record['tune']['from_cache']})", flush=True)
+    for repeat in range(options.repeats):
+        for name in variants:
+            result = {"variant": name, "repeat": repeat, **run_child(name, options)}
+            record["runs"].append(result)
+            if result["status"] != "ok":
+                shown = "FAILED\n" + result["stderr_tail"][-1500:]
+            elif result["reached"]:
+                shown = (f"{result['seconds_to_target']:.0f} s to accuracy {options.target} (step "
+                         f"{result['target_step']}, evaluations {result['eval_s']:.0f} s of it)")
+            else:
+                shown = f"did not reach {options.target} in {options.max_samples} samples ({result['wall_s']:.0f} s)"
+            print(f"{name:>8} [{repeat + 1}/{options.repeats}]: {shown}", flush=True)
+    record["summary"] = summarize(record["runs"], variants)
+    options.out.parent.mkdir(parents=True, exist_ok=True)
+    options.out.write_text(json.dumps(record, indent=2))
+    print(json.dumps(record["summary"], indent=2))
+    return 0 if all(r["status"] == "ok" for r in record["runs"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
