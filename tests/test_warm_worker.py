@@ -32,7 +32,7 @@ def test_a_process_serving_runs_in_turn_counts_as_a_run_s_only_until_its_final_s
     # a stand-in worker: its command line names the folder its runs lie in, as warm.py's does
     stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", str(runs)])
     try:
-        assert wait_for(lambda: psutil.Process(stand_in.pid).cmdline()[-1] == str(runs), 10)
+        assert wait_for(lambda: psutil.Process(stand_in.pid).cmdline()[-1:] == [str(runs)], 10)
         liveness.record_process(run_dir, "ranks", stand_in.pid, serves_in_turn=True)
         entry = liveness.read_processes(run_dir)["ranks"]
         assert entry["serves_in_turn"] is True and liveness.process_alive(entry) is True

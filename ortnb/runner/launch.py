@@ -27,10 +27,14 @@ class Run:
     """A run in worker processes. Every property reads the run folder and nothing blocks, so a Run from
     ``attach(run_dir)`` in a new kernel knows as much as the one ``launch`` returned."""
 
-    def __init__(self, config: RunConfig, run_dir: Path, process: subprocess.Popen | None):
+    def __init__(self, config: RunConfig, run_dir: Path, process: subprocess.Popen | None,
+                 serves_in_turn: bool = False):
+        """``process``: the supervisor launched here, or (``serves_in_turn``) the warm worker that trains this run
+        among others (runner/warm.py), which outlives it."""
         self.config = config
         self.run_dir = Path(run_dir).resolve()
         self._process = process
+        self._serves_in_turn = serves_in_turn
         self._reader = metrics.MetricsReader(self.run_dir / layout.METRICS)
         self._processes: dict[str, dict] = {}  # kept in memory: they outlive a deleted run folder
 
@@ -329,7 +333,10 @@ class Run:
         program, so this needs no pid file: it holds where reading /proc does not (a CI sandbox under load once
         saw every recorded process as ended while the run trained, and wait() returned "failed" for a run that
         then completed). Every supervisor writes a final event before it exits."""
-        return self._process is not None and self._process.poll() is None
+        if self._process is None or self._process.poll() is not None:
+            return False
+        # a warm worker lives on after this run: it counts only until the run's final status is written
+        return not (self._serves_in_turn and liveness.run_ended(self.run_dir))
 
     def _processes_end_within(self, seconds: float) -> bool:
         return wait_for(lambda: not self._any_process_alive(), seconds, interval=0.1)

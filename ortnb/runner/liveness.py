@@ -101,14 +101,27 @@ def process_alive(entry: dict) -> bool | None:
             return False
         if "run_dir" not in entry:
             return True
+        command_line = _command_line(process)
         if entry.get("serves_in_turn"):  # a warm worker names the folder its runs lie in, and moves on
-            return names_folder(process.cmdline(), Path(entry["run_dir"]).parent) and not _ended(entry["run_dir"])
-        return names_folder(process.cmdline(), entry["run_dir"])
+            return names_folder(command_line, Path(entry["run_dir"]).parent) and not run_ended(entry["run_dir"])
+        return names_folder(command_line, entry["run_dir"])
     except (psutil.NoSuchProcess, psutil.AccessDenied, KeyError, TypeError):
         return False
 
 
-def _ended(run_dir: str | Path) -> bool:
+def _command_line(process, tries: int = 5, pause_s: float = 0.05) -> list[str]:
+    """The process's command line. Linux shows an empty one for a moment while a process starts (seen right
+    after Popen returned, on a loaded machine): read again briefly rather than call a starting run dead."""
+    for _ in range(tries - 1):
+        found = process.cmdline()
+        if found:
+            return found
+        time.sleep(pause_s)
+    return process.cmdline()
+
+
+def run_ended(run_dir: str | Path) -> bool:
+    """Whether the run's status.json holds its final status."""
     from ..records import FINAL_EVENTS
     from . import status_file
 

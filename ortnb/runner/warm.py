@@ -96,7 +96,7 @@ class WarmWorker:
             liveness.record_process(run_dir, role, server.process.pid, serves_in_turn=True)
         server.jobs += 1
         files.write_atomic(server.queue / f"{server.jobs:06d}.job", str(run_dir))
-        return Run(cfg, run_dir, server.process)
+        return Run(cfg, run_dir, server.process, serves_in_turn=True)
 
     def _running(self, world: int) -> _Server:
         server = self._servers.get(world)
