@@ -112,19 +112,58 @@ def test_the_unprofiled_step_time_is_the_median_of_the_steps_after_the_window():
     assert unprofiled_ms(records, 8) is None
 
 
-@pytest.mark.parametrize("key, shapes, flops", [
-    ("mm", [[16, 384], [384, 1536]], 2 * 16 * 384 * 1536),
-    ("addmm", [[1536], [16, 384], [384, 1536]], 2 * 16 * 384 * 1536),
-    ("bmm", [[12, 128, 32], [12, 32, 128]], 2 * 12 * 128 * 32 * 128),
-    ("matmul", [[16, 12, 128, 32], [16, 12, 32, 128]], 2 * 16 * 12 * 128 * 32 * 128),
-    ("fusedmatmul", [[16, 12, 128, 32], [16, 12, 128, 32]], 2 * 16 * 12 * 128 * 32 * 128),  # B transposed
-    ("gemm", [[16, 384], [2, 384], [2]], 2 * 16 * 384 * 2),  # a classifier weight [n, k] with transB
-    ("linear", [[16, 128, 384], [1536, 384], [1536]], 2 * 16 * 128 * 384 * 1536),
+@pytest.mark.parametrize("key, shapes, transposed, flops", [
+    ("mm", [[16, 384], [384, 1536]], (False, False), 2 * 16 * 384 * 1536),
+    ("addmm", [[1536], [16, 384], [384, 1536]], (False, False), 2 * 16 * 384 * 1536),
+    ("bmm", [[12, 128, 32], [12, 32, 128]], (False, False), 2 * 12 * 128 * 32 * 128),
+    ("matmul", [[16, 12, 128, 32], [16, 12, 32, 128]], (False, False), 2 * 16 * 12 * 128 * 32 * 128),
+    ("fusedmatmul", [[16, 12, 128, 32], [16, 12, 128, 32]], (False, True), 2 * 16 * 12 * 128 * 32 * 128),
+    ("gemm", [[16, 384], [2, 384], [2]], None, 2 * 16 * 384 * 2),  # a classifier weight [n, k]: only transB fits
+    ("gemm", [[2048, 384], [2048, 384]], None, 2 * 384 * 2048 * 384),  # ambiguous: the fewest FLOPs
+    ("mm", [[16, 384], [384]], (False, False), 2 * 16 * 384),  # a vector operand
 ])
-def test_a_matrix_product_s_flops_come_from_its_shapes(key, shapes, flops):
+def test_a_matrix_product_s_flops_come_from_its_shapes(key, shapes, transposed, flops):
     from ortnb.profiling.matmul import matmul_flops
 
-    assert matmul_flops(key, shapes) == flops
+    assert matmul_flops(key, shapes, transposed) == flops
+
+
+def test_a_node_s_transpose_attributes_settle_an_ambiguous_product():
+    from ortnb.profiling.matmul import matmul_flops
+
+    shapes = [[16, 12, 128, 32], [16, 12, 128, 32]]  # attention scores: Q @ K^T
+    assert matmul_flops("fusedmatmul", shapes, (False, True)) == 2 * 192 * 128 * 32 * 128
+    assert matmul_flops("fusedmatmul", shapes) == 2 * 192 * 32 * 128 * 32  # without attributes: never overstated
+    assert matmul_flops("gemm", [[2048, 384], [2048, 384]], (False, True)) == 2 * 2048 * 384 * 2048
+    assert matmul_flops("gemm", [[2048, 384], [2048, 384]], (False, False)) is None  # does not meet
+
+
+def test_torch_s_composite_products_are_counted_once_in_the_kernels_they_call():
+    assert parse.product_flops("aten::matmul", [[4, 8], [8, 2]]) == 0.0
+    assert parse.product_flops("aten::linear", [[4, 8], [2, 8], [2]]) == 0.0
+    assert parse.product_flops("aten::mm", [[4, 8], [8, 2]]) == 2 * 4 * 8 * 2
+    assert parse.product_flops("aten::addmm", [[2], [4, 8], [8, 2]]) == 2 * 4 * 8 * 2
+    assert parse.product_flops("aten::add", [[4, 8], [4, 8]]) == 0.0
+    assert parse.product_flops("MatMul", [[4, 8], [8, 2]]) == 2 * 4 * 8 * 2  # an ORT node does its own work
+    # torch's shapes are the logical ones: never read as transposed, even where a transposed pairing would fit
+    assert parse.product_flops("aten::bmm", [[12, 128, 32], [12, 32, 128]]) == 2 * 12 * 128 * 32 * 128
+
+
+def test_transpose_attributes_are_read_from_the_graph_the_session_ran(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    from ortnb.profiling.fusions import transposes
+
+    nodes = [helper.make_node("Gemm", ["x", "w"], ["y"], name="/dense/Gemm", transB=1),
+             helper.make_node("MatMul", ["y", "v"], ["z"], name="/out/MatMul"),
+             helper.make_node("Relu", ["z"], ["r"], name="/act/Relu")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                                           for n in ("x", "w", "v")],
+                              [helper.make_tensor_value_info("r", TensorProto.FLOAT, None)])
+    onnx.save(helper.make_model(graph), str(tmp_path / "model_execution_model_training.onnx"))
+    assert transposes(tmp_path) == {"/dense/Gemm": (False, True), "/out/MatMul": (False, False)}
+    assert transposes(tmp_path / "nothing-here") == {}
 
 
 def test_what_is_not_a_product_or_has_no_shapes_has_no_flops():

@@ -77,6 +77,22 @@ def removed_rows(counts: dict[str, Counter], top: int = 8) -> list[dict]:
     return rows[:top]
 
 
+def transposes(folder: Path, prefix: str = PREFIX) -> dict[str, tuple[bool, bool]]:
+    """Node name -> (transA, transB) of the matrix products in the graph the session ran (execution_model):
+    what the trace's shapes alone cannot say (matmul.py)."""
+    import onnx
+
+    path = graph_files(folder, prefix).get(TRAINING)
+    if path is None:
+        return {}
+    found = {}
+    for node in onnx.load(str(path), load_external_data=False).graph.node:
+        if node.op_type in ("MatMul", "FusedMatMul", "Gemm", "FusedGemm"):
+            attributes = {a.name: a.i for a in node.attribute if a.name in ("transA", "transB")}
+            found[node.name] = (bool(attributes.get("transA", 0)), bool(attributes.get("transB", 0)))
+    return found
+
+
 def summary(folder: Path, prefix: str = PREFIX) -> dict | None:
     """{nodes: {stage: n}, fused: [...], removed: [...]} from the graphs in ``folder``; None without them."""
     files = graph_files(folder, prefix)

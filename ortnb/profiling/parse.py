@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from . import categories
-from .matmul import matmul_flops
+from .matmul import TORCH_KERNELS, matmul_flops
 
 # ORTModule runs its forward and backward graphs inside one autograd Function: torch.profiler sees their whole
 # time as that Function's self time, which the ORT trace then splits node by node.
@@ -79,7 +79,8 @@ def read_trace(path: Path) -> list[dict]:
     return events
 
 
-def ort_nodes(events: list[dict], start_us: float, end_us: float) -> list[dict]:
+def ort_nodes(events: list[dict], start_us: float, end_us: float,
+              transposes: dict[str, tuple[bool, bool]] | None = None) -> list[dict]:
     """The node kernels that ran inside [start_us, end_us) (microseconds since the trace's origin), one row per
     node: {name (the node), op (its type), self_ms (all its runs), calls, shapes}. Fences and session events are
     not kernels and are left out."""
@@ -96,15 +97,21 @@ def ort_nodes(events: list[dict], start_us: float, end_us: float) -> list[dict]:
                                       "self_ms": 0.0, "calls": 0, "flops": 0.0, "shapes": _shapes(args)})
         row["self_ms"] += dur / 1000.0
         row["calls"] += 1
-        row["flops"] += product_flops(row["op"], _shapes(args))
+        row["flops"] += product_flops(row["op"], _shapes(args), (transposes or {}).get(name))
     return sorted(nodes.values(), key=lambda r: -r["self_ms"])
 
 
-def product_flops(name: str, shapes: list[list[int]]) -> float:
-    """The FLOPs of one call when it is a matrix product (its category), else 0."""
+def product_flops(name: str, shapes: list[list[int]], transposed: tuple[bool, bool] | None = None) -> float:
+    """The FLOPs of one call when it is a matrix product that does its own arithmetic, else 0 (torch's
+    composite aten::matmul and aten::linear are counted in the kernels they call: matmul.TORCH_KERNELS)."""
     if categories.category(name) != categories.MATMUL:
         return 0.0
-    return matmul_flops(categories.op_key(name), shapes) or 0.0
+    key = categories.op_key(name)
+    if "::" in name:  # torch: the logical shapes of a kernel (a transposed operand is a transposed view)
+        if key not in TORCH_KERNELS:
+            return 0.0
+        transposed = (False, False)
+    return matmul_flops(key, shapes, transposed) or 0.0
 
 
 def node_op(name: str, op: str | None) -> str:

@@ -133,7 +133,8 @@ def build(found: dict[str, tuple], warmup: int, steps: int) -> Profile:
         summary = metrics.summarize(records, warmup)
         engine = summary.get("engine") or "unknown"
         peak = (files.read_json_object(Path(run_dir) / "peak.json") or {}).get("flops")
-        one = breakdown_of(recorded, peak if isinstance(peak, (int, float)) else None)
+        one = breakdown_of(recorded, peak if isinstance(peak, (int, float)) else None,
+                           transposes=fusions.transposes(Path(run_dir) / "onnx") if recorded.get("ort_traces") else None)
         step_ms[label], engines[label], folders[label], matmul[label] = one["step_ms"], engine, str(run_dir), one["matmul"]
         plain[label] = unprofiled_ms(records, warmup + recorded["steps"])
         notes[label] = one["notes"] + _fallback_note(cfg, engine) + _contention_note(summary)
@@ -146,7 +147,8 @@ def build(found: dict[str, tuple], warmup: int, steps: int) -> Profile:
     return Profile(pd.DataFrame(rows), pd.DataFrame(top), step_ms, plain, engines, notes, folders, matmul, fused)
 
 
-def breakdown_of(recorded: dict, peak_flops: float | None = None, top_n: int = 10) -> dict:
+def breakdown_of(recorded: dict, peak_flops: float | None = None, top_n: int = 10,
+                 transposes: dict | None = None) -> dict:
     """One run's categories (rows), its top ops, its profiled ms per step, what its matrix products achieved
     (against ``peak_flops``, the run's measured peak) and notes, from profile.json."""
     steps, window = recorded["steps"], recorded["window"]
@@ -168,7 +170,7 @@ def breakdown_of(recorded: dict, peak_flops: float | None = None, top_n: int = 1
         events = parse.read_trace(trace["path"])
         start = (window["began_wall"] * 1e9 - trace["origin_ns"]) / 1e3
         end = (window["ended_wall"] * 1e9 - trace["origin_ns"]) / 1e3
-        for node in parse.ort_nodes(events, start, end):
+        for node in parse.ort_nodes(events, start, end, transposes):
             self_ms[node["op"]] = self_ms.get(node["op"], 0.0) + node["self_ms"]
             _count_product(products, node["op"], node["self_ms"], node.get("flops"))
             top.append({"op": f"{node['op']} ({node['name']})", "engine_of_op": "onnxruntime",
