@@ -12,6 +12,9 @@ python benchmarks/trainer_vs_ort.py --steps 25 --warmup 5 --repeats 3 --out benc
 python benchmarks/ort_levers.py --steps 20 --warmup 5 --repeats 1 --out benchmarks/results/ort-levers.json
 ortnb compare --steps 30 --warmup 5 --repeats 1 --runs "$runs" --out benchmarks/results/optimum-preset
 rm -f benchmarks/results/optimum-preset/report.html   # 4.8 MB with plotly inlined: regenerate, don't commit
+# where a MiniLM step goes, eager and ORT at two paddings and eager bf16 (about 2 minutes)
+ortnb profile --config benchmarks/profile_minilm.json --steps 5 --warmup 3 --runs "$runs" --out "$runs/profile"
+cp "$runs/profile/profile.json" benchmarks/results/profile-minilm.json
 # ortnb tune's default search (180 s) against an exhaustive compare of its grid (about 25 minutes), then the
 # same Rotten Tomatoes samples through plain Trainer, a careful Trainer and the tuned winner (one epoch, about 20 minutes).
 python benchmarks/tune_check.py --out benchmarks/results/tune-check.json
