@@ -96,6 +96,15 @@ def plot_data(page, index: int) -> list[dict]:
     }""", index)
 
 
+def plot_with_trace(page, name: str) -> list[dict]:
+    """The traces of the dashboard's plot that has a trace called ``name`` ([] if none)."""
+    return page.evaluate("""(name) => {
+        const plots = [...document.querySelectorAll('.ortnb-dashboard .js-plotly-plot')];
+        const plot = plots.find((p) => p.data && p.data.some((t) => t.name === name));
+        return plot ? plot.data.map((t) => ({x: t.x ? [...t.x] : [], name: t.name})) : [];
+    }""", name)
+
+
 def dismiss_notifications(page) -> None:
     """JupyterLab asks about its news feed in a toast that covers the charts' corner."""
     no = button(page, "No")
@@ -202,7 +211,7 @@ def test_dashboard_in_jupyterlab(lab):
             expect(progress).to_contain_text("Profile: done", timeout=300_000)
             expect(page.locator(".ortnb-profile")).to_contain_text("[onnxruntime]", timeout=10_000)
             expect(page.locator(".ortnb-profile")).to_contain_text("matrix products")
-            bars = plot_data(page, 2)  # live charts, comparison, profile
+            bars = plot_with_trace(page, "matrix products")  # the Profile tab's stacked bars
             assert [t["name"] for t in bars][:2] == ["matrix products", "attention"], bars
             assert bars[0]["x"] == ["eager + AdamW [pytorch]", "ort + AdamW [onnxruntime]"], bars
             assert_fits(page, "1000 px, profile")
