@@ -196,6 +196,21 @@ def load_configs(path: str) -> list:
     return configs
 
 
+def chosen_configs(options: argparse.Namespace, base, verb: str, default) -> list:
+    """The configurations a command runs: --config's file, else every combination of --vary over ``base``, else
+    ``default()``; both flags at once are refused."""
+    from .comparison import grid
+    from .errors import ConfigError
+
+    if options.config and options.vary:
+        raise ConfigError(f"--config and --vary both say which configurations to {verb}; use one of them.")
+    if options.config:
+        return [c.replace(output_dir=options.runs) for c in load_configs(options.config)]
+    if options.vary:
+        return grid(base, parse_vary(options.vary))
+    return default()
+
+
 def parse_vary(specs: list[str]) -> dict[str, list]:
     """``["backend=eager,ort", "batch_size=8,16"]`` -> ``{"backend": ["eager", "ort"], "batch_size": [8, 16]}``,
     each value converted to its RunConfig field's type; every problem reported at once as a ConfigError."""
@@ -239,7 +254,7 @@ def _field_value(kind: str, text: str):
 def cmd_compare(options: argparse.Namespace) -> int:
     """Compare configurations in fresh runs; print the table, write report.html and results.json."""
     from . import interrupts, report
-    from .comparison import Interrupted, compare, grid
+    from .comparison import Interrupted, compare
     from .config import RunConfig
     from .errors import ConfigError
 
@@ -247,14 +262,7 @@ def cmd_compare(options: argparse.Namespace) -> int:
                      seq_len=options.seq_len, max_steps=options.steps, warmup_steps=options.warmup,
                      output_dir=options.runs, evaluate=options.evaluate)
     try:
-        if options.config and options.vary:
-            raise ConfigError("--config and --vary both say which configurations to run; use one of them.")
-        if options.config:
-            configs = [c.replace(output_dir=options.runs) for c in load_configs(options.config)]
-        elif options.vary:
-            configs = grid(base, parse_vary(options.vary))
-        else:
-            configs = report.optimum_preset(base)
+        configs = chosen_configs(options, base, "run", lambda: report.optimum_preset(base))
     except ConfigError as error:
         print(f"ortnb compare: {error}", file=sys.stderr)
         return 2
@@ -436,12 +444,7 @@ def cmd_profile(options: argparse.Namespace) -> int:
     base = RunConfig(model=options.model, dataset=options.dataset, batch_size=options.batch_size,
                      seq_len=options.seq_len, output_dir=options.runs)
     try:
-        if options.config and options.vary:
-            raise ConfigError("--config and --vary both say which configurations to profile; use one of them.")
-        if options.config:
-            configs = [c.replace(output_dir=options.runs) for c in load_configs(options.config)]
-        else:
-            configs = grid(base, parse_vary(options.vary or ["backend=eager,ort"]))
+        configs = chosen_configs(options, base, "profile", lambda: grid(base, parse_vary(["backend=eager,ort"])))
         result = profile(configs, steps=options.steps, warmup=options.warmup,
                          on_run=lambda run: print(f"ortnb profile: {run.config.label} -> {run.run_dir}", flush=True))
     except ConfigError as error:
