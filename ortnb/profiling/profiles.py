@@ -15,6 +15,7 @@ from typing import Callable
 from .. import files, metrics, stats
 from ..config import RunConfig
 from ..errors import ConfigError
+from ..runner import layout
 from . import categories, collect, fusions, parse
 from .matmul import achieved
 
@@ -132,16 +133,15 @@ def build(found: dict[str, tuple], warmup: int, steps: int) -> Profile:
             raise parse.ProfileUnreadable(f"the run of {label} wrote no readable profile ({Path(run_dir) / collect.PROFILE})")
         summary = metrics.summarize(records, warmup)
         engine = summary.get("engine") or "unknown"
-        peak = (files.read_json_object(Path(run_dir) / "peak.json") or {}).get("flops")
-        one = breakdown_of(recorded, peak if isinstance(peak, (int, float)) else None,
+        one = breakdown_of(recorded, layout.run_peak(Path(run_dir)),
                            transposes=fusions.transposes(Path(run_dir) / "onnx") if recorded.get("ort_traces") else None)
         step_ms[label], engines[label], folders[label], matmul[label] = one["step_ms"], engine, str(run_dir), one["matmul"]
         plain[label] = unprofiled_ms(records, warmup + recorded["steps"])
         notes[label] = one["notes"] + _fallback_note(cfg, engine) + _contention_note(summary)
         if engine == "onnxruntime":
-            found = fusions.summary(Path(run_dir) / "onnx")
-            if found is not None:
-                fused[label] = found
+            graphs = fusions.summary(Path(run_dir) / "onnx")
+            if graphs is not None:
+                fused[label] = graphs
         rows += [{"label": label, "engine": engine, **row} for row in one["rows"]]
         top += [{"label": label, "engine": engine, **row} for row in one["top"]]
     return Profile(pd.DataFrame(rows), pd.DataFrame(top), step_ms, plain, engines, notes, folders, matmul, fused)

@@ -84,6 +84,14 @@ def best(run_dir: Path) -> dict | None:
     return {**marker, "folder": str(folder)} if marker is not None else None
 
 
+def run_peak(run_dir: Path) -> float | None:
+    """The peak FLOP/s the supervisor recorded for this run (PEAK); None when the file is missing or damaged."""
+    from .. import files
+
+    value = (files.read_json_object(Path(run_dir) / PEAK) or {}).get("flops")
+    return value if isinstance(value, (int, float)) and value > 0 else None
+
+
 def new_run_dir(output_dir: str | Path, label: str) -> Path:
     """A fresh directory under output_dir: <time>-<label>, with -2, -3 ... if that exists already."""
     slug = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-") or "run"

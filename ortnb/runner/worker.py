@@ -92,7 +92,7 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
     train, held_out = prepared.train, prepared.evaluation
     max_steps = planned_steps(cfg, len(train), world)
     interval = evaluation.eval_interval(max_steps, cfg.eval_every) if held_out is not None else None
-    peak = _run_peak(run_dir)
+    peak = layout.run_peak(run_dir)  # None: no MFU
     callback = RunCallback(run_dir, writer, samples_per_step=cfg.batch_size * world,
                            token_flops=flops.TokenFlops(model), peak_flops=peak, supervisor=supervisor)
     callbacks, scores = [callback], None
@@ -172,12 +172,6 @@ def _profile_if_asked(trainer, cfg: RunConfig, run_dir: Path, writes: bool) -> b
     trainer.add_callback(collect.ProfileCallback(run_dir, int(request["warmup"]), int(request["steps"]), writes,
                                                  ort=cfg.backend == "ort"))
     return True
-
-
-def _run_peak(run_dir: Path) -> float | None:
-    """The peak FLOP/s the supervisor recorded for this run; None (no MFU) when the file is missing or damaged."""
-    value = (files.read_json_object(run_dir / layout.PEAK) or {}).get("flops")
-    return value if isinstance(value, (int, float)) and value > 0 else None
 
 
 def planned_steps(cfg: RunConfig, train_rows: int, world: int) -> int:
