@@ -14,9 +14,13 @@ QUIET_WAIT_S = 60.0
 
 
 def cmd_setup(options: argparse.Namespace) -> int:
-    """Build ORTModule's C++ extension for the installed torch and check that ORTModule imports."""
+    """Build ORTModule's C++ extension for the installed torch and check that ORTModule imports; fetch ONNX
+    Runtime Web's training build for `ortnb edge web`."""
     from .backends import ort_compat, ort_extensions
 
+    web = _fetch_web_runtime(options.force)
+    if options.web:
+        return web
     try:
         _imports.require_ort_training("ortnb setup")
     except ImportError as error:
@@ -26,6 +30,21 @@ def cmd_setup(options: argparse.Namespace) -> int:
     print(f"ortnb setup: extension ready at {path}")
     ort_compat.load_ortmodule()
     print(f"ortnb setup: ORTModule imports; fixes applied for this torch: {', '.join(ort_compat.applied_fixes())}")
+    return 0
+
+
+def _fetch_web_runtime(force: bool) -> int:
+    """ONNX Runtime Web's files from the npm registry (pinned, integrity-checked) into ortnb's cache."""
+    from .edge import web_runtime
+
+    try:
+        where = web_runtime.fetch(force=force)
+    except (OSError, ValueError) as error:  # offline, a proxy, a cut-short download
+        print(f"ortnb setup: could not fetch onnxruntime-web {web_runtime.VERSION} from the npm registry ({error}); "
+              f"everything else works, and `ortnb edge web` will ask for `{web_runtime.FETCH_COMMAND}` again",
+              file=sys.stderr)
+        return 1
+    print(f"ortnb setup: onnxruntime-web {web_runtime.VERSION} (training build) in {where}")
     return 0
 
 
@@ -463,7 +482,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ortnb", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     setup = commands.add_parser("setup", help=cmd_setup.__doc__)
-    setup.add_argument("--force", action="store_true", help="rebuild even if a build exists")
+    setup.add_argument("--force", action="store_true", help="rebuild even if a build exists (and fetch again)")
+    setup.add_argument("--web", action="store_true",
+                       help="only fetch ONNX Runtime Web's training build (for `ortnb edge web`)")
     setup.set_defaults(run=cmd_setup)
     info = commands.add_parser("info", help="versions and what this machine can run")
     info.add_argument("--json", action="store_true")

@@ -14,7 +14,16 @@ Files: ``artifacts.py`` (the offline half), ``fixes.py`` (what onnx 1.23 and tor
 needs to know about the graphs); the torch-free half: ``notorch.py`` (hiding torch, entering the training
 package without it), ``batches.py``, ``loop.py``, ``worker.py`` (the process that trains), ``config.py``
 (EdgeConfig); ``run.py`` (train() and EdgeRun), ``weights.py`` (back to PyTorch), ``timing.py`` (step time
-next to ORTModule and eager, each in a fresh process), ``cli.py`` (``ortnb edge export | train``).
+next to ORTModule and eager, each in a fresh process), ``cli.py`` (``ortnb edge export | train | web``).
+
+In a browser tab (``web_bundle``): ``web/`` (the page: index.html, app.js, tokenizer.js, chart.js),
+``web_runtime.py`` (ONNX Runtime Web's training build from the npm registry), ``web_tokenizer.py`` (which
+tokenizer.json files the page reads), ``web_schedule.py`` (the learning rate, in the optimizer graph),
+``web_bundle.py`` (the static folder), ``web_server.py`` (a loopback server, isolated for threads),
+``browser_weights.py`` (the page's downloaded weights, back into a checkpoint and PyTorch)::
+
+    bundle = ortnb.edge.web_bundle("edge/minilm", "edge/minilm-web", data="reviews.jsonl", steps=20)
+    server = bundle.serve()   # server.url: open it; server.stop()
 """
 
 from __future__ import annotations
@@ -29,6 +38,10 @@ _LAZY = {
     "EdgeConfig": "ortnb.edge.run",
     "to_pytorch": "ortnb.edge.weights",
     "Manifest": "ortnb.edge.manifest",
+    "web_bundle": "ortnb.edge.web_bundle",
+    "WebBundle": "ortnb.edge.web_bundle",
+    "serve": "ortnb.edge.web_server",
+    "load_browser_weights": "ortnb.edge.browser_weights",
 }
 
 __all__ = sorted(_LAZY)

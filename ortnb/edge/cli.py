@@ -54,6 +54,36 @@ def cmd_train(options: argparse.Namespace) -> int:
     return 0 if run.status in ("completed", "stopped") else 1
 
 
+def cmd_web(options: argparse.Namespace) -> int:
+    """Write a static folder in which the artifacts train in a browser tab (ONNX Runtime Web), and serve it."""
+    from ..errors import ConfigError
+    from .web_bundle import web_bundle
+
+    try:
+        bundle = web_bundle(options.artifacts, options.out, data=options.data, eval_data=options.eval,
+                            steps=options.steps, batch_size=options.batch_size, learning_rate=options.lr,
+                            seed=options.seed, threads=options.threads)
+    except (ConfigError, FileNotFoundError) as error:
+        print(f"ortnb edge web: {error}", file=sys.stderr)
+        return 2
+    print(f"ortnb edge web: {bundle}")
+    if not options.serve:
+        return 0
+    server = bundle.serve(port=options.port, isolated=options.isolated)
+    print(f"ortnb edge web: serving {bundle.folder} at {server.url}"
+          + (" (cross-origin isolated: threads allowed)" if options.isolated else " (one thread; --isolated for more)")
+          + "; Ctrl-C stops it", flush=True)
+    try:
+        import threading
+
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
 def add_commands(commands) -> None:
     edge = commands.add_parser("edge", help="on-device training: export artifacts, train them without PyTorch")
     sub = edge.add_subparsers(dest="edge_command", required=True)
@@ -81,3 +111,20 @@ def add_commands(commands) -> None:
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--runs", default="runs", help="where run folders go")
     train.set_defaults(run=cmd_train)
+    web = sub.add_parser("web", help=cmd_web.__doc__, description=cmd_web.__doc__ + " Any static server serves the "
+                         "folder (python -m http.server too); --serve starts one on 127.0.0.1.")
+    web.add_argument("artifacts", help="the folder `ortnb edge export` wrote")
+    web.add_argument("out", help="the bundle folder to write (replaced if it holds an earlier bundle)")
+    web.add_argument("--data", default=None, help="rows to bundle: a .jsonl/.json/.csv file with text and label columns")
+    web.add_argument("--eval", default=None, help="held-out rows the page evaluates on")
+    web.add_argument("--steps", type=int, default=20, help="steps a round in the page (default 20)")
+    web.add_argument("--batch-size", type=int, default=16)
+    web.add_argument("--lr", type=float, default=1e-3, help="peak learning rate, decayed linearly to 0 (default 1e-3)")
+    web.add_argument("--seed", type=int, default=0)
+    web.add_argument("--threads", type=int, default=None,
+                     help="WebAssembly threads (default: 1, or up to 4 when served cross-origin isolated)")
+    web.add_argument("--serve", action="store_true", help="serve the bundle on 127.0.0.1 until Ctrl-C")
+    web.add_argument("--port", type=int, default=8000)
+    web.add_argument("--isolated", action="store_true",
+                     help="send the cross-origin isolation headers (COOP/COEP), so the page can use threads")
+    web.set_defaults(run=cmd_web)

@@ -4,18 +4,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import loop, manifest
+from . import browser_weights, loop, manifest
 
 
 def to_pytorch(run_or_checkpoint, artifacts_dir=None):
     """The source model's architecture (from the artifacts' config.json) with every weight the checkpoint
-    holds: an EdgeRun, an edge run folder, a checkpoint file or an artifacts folder (untrained weights)."""
+    holds: an EdgeRun, an edge run folder, a checkpoint file, an artifacts folder (untrained weights) or the
+    weights file a web bundle's page downloads (with ``artifacts_dir``, the artifacts the bundle was made from)."""
+    import tempfile
+
     import numpy as np
     import torch
     from onnxruntime.training.api import CheckpointState
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
     source = Path(getattr(run_or_checkpoint, "run_dir", run_or_checkpoint))
+    if browser_weights.is_browser_weights(source):
+        if artifacts_dir is None:
+            raise ValueError(f"{source} holds weights trained in a browser: pass artifacts_dir, the artifacts "
+                             "folder the web bundle was made from")
+        with tempfile.TemporaryDirectory(prefix="ortnb-browser-") as scratch:
+            checkpoint = browser_weights.load_browser_weights(artifacts_dir, source, Path(scratch) / "checkpoint")
+            return to_pytorch(checkpoint, artifacts_dir)
     checkpoint, artifacts_dir = _locate(source, artifacts_dir)
     from ..progress import without_progress_bars
 

@@ -1,0 +1,100 @@
+"""Weights trained in a browser tab, back in Python: the file the page downloads becomes an edge checkpoint,
+and through ``to_pytorch`` a transformers model.
+
+The file (written by app.js's ``weightsFile``): the magic ``ORTNBW1\\n``, a little-endian uint32 with the
+length of a UTF-8 JSON header, the header, then the trainable weights as little-endian float32 in the order
+ONNX Runtime's ``getContiguousParameters(true)`` gives them (the order ``Module.copy_buffer_to_parameters``
+reads). The header names the export the weights belong to (the sha256 of its initial checkpoint), so weights
+from other artifacts are refused instead of copied into the wrong tensors.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError
+from . import loop, manifest
+
+MAGIC = b"ORTNBW1\n"
+FORMAT = "ortnb-browser-weights/1"
+
+
+@dataclass(frozen=True)
+class BrowserWeights:
+    header: dict
+    values: np.ndarray
+
+    @property
+    def step(self) -> int:
+        return int(self.header.get("step", 0))
+
+
+def is_browser_weights(path) -> bool:
+    path = Path(path)
+    if not path.is_file():
+        return False
+    with open(path, "rb") as handle:
+        return handle.read(len(MAGIC)) == MAGIC
+
+
+def read(path) -> BrowserWeights:
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"no weights file {str(path)!r}: download it from the page's 'Download weights'")
+    payload = path.read_bytes()
+    if not payload.startswith(MAGIC):
+        raise ConfigError(f"{path} is not a weights file the ortnb page downloads (it does not start with "
+                          f"{MAGIC!r}): download the weights again from the page")
+    start = len(MAGIC) + 4
+    if len(payload) < start:
+        raise ConfigError(f"{path} is cut short ({len(payload)} bytes): download the weights again")
+    (length,) = struct.unpack("<I", payload[len(MAGIC):start])
+    try:
+        header = json.loads(payload[start:start + length].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise ConfigError(f"{path} has a damaged header: download the weights again") from None
+    body = payload[start + length:]
+    expected = 4 * int(header.get("parameters", -1))
+    if header.get("format") != FORMAT or len(body) != expected:
+        raise ConfigError(f"{path} holds {len(body):,} bytes of weights, but its header promises "
+                          f"{max(expected, 0):,} ({header.get('parameters')} float32 values): the file is cut short "
+                          "or damaged. Download the weights again")
+    return BrowserWeights(header, np.frombuffer(body, dtype="<f4").copy())
+
+
+def load_browser_weights(artifacts_dir, downloaded, out=None) -> Path:
+    """Put the weights a page trained (the file its 'Download weights' gives) into an edge checkpoint of the
+    artifacts in ``artifacts_dir``; returns its path (default: beside the download, ``<name>.ckpt``).
+
+    The checkpoint resumes with ``ortnb.edge.train(..., resume_from=path)`` and loads into PyTorch with
+    ``ortnb.edge.to_pytorch(path, artifacts_dir)`` (or pass the downloaded file there directly). The browser's
+    optimizer moments are not in the download: a resumed run starts them again."""
+    from onnxruntime import OrtValue
+    from onnxruntime.training import api
+
+    from .web_bundle import identity
+
+    folder = manifest.check_folder(artifacts_dir)
+    info = manifest.Manifest.read(folder)
+    weights = read(downloaded)
+    if weights.header.get("identity") != identity(folder, info):
+        raise ConfigError(f"{downloaded} was trained from other artifacts than {folder} (its export's checkpoint "
+                          "differs): load it with the artifacts the bundle was made from")
+    if weights.values.size != info.trainable_parameters:
+        raise ConfigError(f"{downloaded} holds {weights.values.size:,} weights; {folder} trains "
+                          f"{info.trainable_parameters:,}: load it with the artifacts the bundle was made from")
+    state = api.CheckpointState.load_checkpoint(str(folder / manifest.CHECKPOINT))
+    module = api.Module(str(folder / manifest.TRAINING_MODEL), state, str(folder / manifest.EVAL_MODEL),
+                        device="cpu", session_options=loop.session_options(1))
+    module.copy_buffer_to_parameters(OrtValue.ortvalue_from_numpy(weights.values), True)
+    state.properties[loop.STEP_PROPERTY] = weights.step
+    target = Path(out) if out is not None else Path(downloaded).with_suffix(".ckpt")
+    partial = target.with_name(target.name + ".partial")
+    api.CheckpointState.save_checkpoint(state, str(partial), include_optimizer_state=False)
+    partial.replace(target)
+    return target
