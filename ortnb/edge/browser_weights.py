@@ -91,7 +91,8 @@ def load_browser_weights(artifacts_dir, downloaded, out=None) -> Path:
     state = api.CheckpointState.load_checkpoint(str(folder / manifest.CHECKPOINT))
     module = api.Module(str(folder / manifest.TRAINING_MODEL), state, str(folder / manifest.EVAL_MODEL),
                         device="cpu", session_options=loop.session_options(1))
-    module.copy_buffer_to_parameters(OrtValue.ortvalue_from_numpy(weights.values), True)
+    # Module's wrapper hands the value to C++ as given, and C++ takes the pybind OrtValue inside the Python one.
+    module.copy_buffer_to_parameters(OrtValue.ortvalue_from_numpy(weights.values)._ortvalue, True)
     state.properties[loop.STEP_PROPERTY] = weights.step
     target = Path(out) if out is not None else Path(downloaded).with_suffix(".ckpt")
     partial = target.with_name(target.name + ".partial")

@@ -4,8 +4,8 @@ ONNX Runtime Web 1.19.2's training API has no call to set the learning rate (its
 SetLearningRate): every step would run at the optimizer's default, 1e-3. The optimizer graph, though, receives
 the step count (1 at the first step). So the bundle's copy of optimizer_model.onnx computes the rate itself,
 ``peak * max(0, 1 - (step - 1) / steps)``, the linear decay ``loop.learning_rate`` gives the Python training API,
-and ignores the rate ORT feeds. The same graph loaded by the Python API trains bit for bit as ``ortnb.edge.train``
-does (tests/test_edge_web.py). Torch-free.
+and ignores the rate ORT feeds. The same graph loaded by the Python API trains as ``ortnb.edge.train`` does, to the
+float32 rounding of the rate (losses within 1e-6: tests/test_edge_web.py). Torch-free.
 """
 
 from __future__ import annotations

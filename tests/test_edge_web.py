@@ -1,0 +1,266 @@
+"""Web bundles without a browser: the runtime fetch and its integrity, the schedule in the optimizer graph (the
+Python training API on the bundle's files trains exactly as ortnb.edge.train does), what a bundle refuses before
+writing, the server's headers, and the downloaded-weights file (the browser half is tests/test_edge_web_browser.py)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import shutil
+import struct
+import tarfile
+import urllib.request
+
+import numpy as np
+import pytest
+
+from ortnb.edge import web_runtime, web_schedule
+from ortnb.errors import ConfigError
+
+
+def _tarball(files: dict) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, content in files.items():
+            info = tarfile.TarInfo(f"package/dist/{name}")
+            info.size = len(content)
+            archive.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()
+
+
+def _integrity(payload: bytes) -> str:
+    return "sha512-" + base64.b64encode(hashlib.sha512(payload).digest()).decode()
+
+
+def test_the_runtime_is_fetched_whole_and_checked_against_the_registry_integrity(tmp_path, monkeypatch):
+    payload = _tarball({name: name.encode() * 3 for name in web_runtime.FILES})
+    (tmp_path / "ort.tgz").write_bytes(payload)
+    monkeypatch.setenv("ORTNB_WEB_RUNTIME", str(tmp_path / "cache" / "1.19.2"))
+    with pytest.raises(web_runtime.WebRuntimeMissing, match=r"ortnb setup --web"):
+        web_runtime.located()
+    monkeypatch.setattr(web_runtime, "INTEGRITY", _integrity(payload))
+    where = web_runtime.fetch(url=(tmp_path / "ort.tgz").as_uri())
+    assert sorted(p.name for p in where.iterdir()) == sorted(web_runtime.FILES)
+    assert (where / web_runtime.WASM).read_bytes() == web_runtime.WASM.encode() * 3
+    assert web_runtime.located() == where
+
+
+def test_a_changed_tarball_is_refused_and_leaves_no_runtime(tmp_path, monkeypatch):
+    payload = _tarball({name: b"x" for name in web_runtime.FILES})
+    (tmp_path / "ort.tgz").write_bytes(payload)
+    monkeypatch.setenv("ORTNB_WEB_RUNTIME", str(tmp_path / "cache" / "1.19.2"))
+    monkeypatch.setattr(web_runtime, "INTEGRITY", _integrity(payload + b"changed"))
+    with pytest.raises(ValueError, match="does not match the npm registry's integrity"):
+        web_runtime.fetch(url=(tmp_path / "ort.tgz").as_uri())
+    assert web_runtime.missing() == list(web_runtime.FILES)
+
+
+def test_the_pinned_integrity_is_the_registry_format():
+    algorithm, _, digest = web_runtime.INTEGRITY.partition("-")
+    assert algorithm == "sha512" and len(base64.b64decode(digest)) == 64
+    assert web_runtime.TARBALL.endswith(f"onnxruntime-web-{web_runtime.VERSION}.tgz")
+
+
+def test_the_schedule_is_the_linear_decay_of_the_python_loop():
+    from ortnb.edge.config import EdgeConfig
+    from ortnb.edge.loop import learning_rate
+
+    cfg = EdgeConfig(artifacts_dir="a", dataset="d", steps=4, learning_rate=0.004)
+    assert [web_schedule.rate(0.004, 4, s) for s in range(1, 6)] == [learning_rate(cfg, s) for s in range(1, 6)]
+    assert [web_schedule.rate(0.004, 4, s) for s in range(1, 6)] == [0.004, 0.003, 0.002, 0.001, 0.0]
+
+
+def test_the_server_sends_module_types_and_isolation_headers_only_when_asked(tmp_path):
+    from ortnb.edge.web_server import serve
+
+    (tmp_path / "index.html").write_text("<p>hi</p>")
+    (tmp_path / "a.mjs").write_text("export const a = 1;")
+    (tmp_path / "b.wasm").write_bytes(b"\0asm")
+    for isolated in (False, True):
+        with serve(tmp_path, isolated=isolated) as server:
+            base = server.url.rsplit("/", 1)[0]
+            with urllib.request.urlopen(f"{base}/a.mjs") as response:
+                assert response.headers["Content-Type"] == "text/javascript"
+                assert response.headers.get("Cross-Origin-Embedder-Policy") == ("require-corp" if isolated else None)
+                assert response.headers.get("Cross-Origin-Opener-Policy") == ("same-origin" if isolated else None)
+            with urllib.request.urlopen(f"{base}/b.wasm") as response:
+                assert response.headers["Content-Type"] == "application/wasm"
+    with pytest.raises(FileNotFoundError, match="not a web bundle"):
+        serve(tmp_path / "elsewhere")
+
+
+def weights_file(path, values, identity, parameters=None, magic=b"ORTNBW1\n", step=3):
+    """A file laid out as app.js's weightsFile writes it."""
+    header = json.dumps({"format": "ortnb-browser-weights/1", "identity": identity, "step": step,
+                         "parameters": len(values) if parameters is None else parameters}).encode()
+    path.write_bytes(magic + struct.pack("<I", len(header)) + header + np.asarray(values, "<f4").tobytes())
+    return path
+
+
+def test_a_weights_file_is_read_as_the_page_writes_it_and_damage_is_named(tmp_path):
+    from ortnb.edge import browser_weights
+
+    good = browser_weights.read(weights_file(tmp_path / "w.bin", [1.5, -2.0, 3.25], "abc"))
+    assert good.values.tolist() == [1.5, -2.0, 3.25] and good.step == 3 and good.header["identity"] == "abc"
+    with pytest.raises(ConfigError, match="not a weights file the ortnb page downloads"):
+        browser_weights.read(weights_file(tmp_path / "x.bin", [1.0], "abc", magic=b"PK\x03\x04zip!"))
+    with pytest.raises(ConfigError, match=r"holds 8 bytes of weights, but its header promises 12"):
+        browser_weights.read(weights_file(tmp_path / "short.bin", [1.0, 2.0], "abc", parameters=3))
+    with pytest.raises(FileNotFoundError, match="Download weights"):
+        browser_weights.read(tmp_path / "absent.bin")
+
+
+# Below: real artifacts (tiny BERT exported with ONNX Runtime's artifact generation) and the training API.
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory):
+    pytest.importorskip("onnxruntime.training.api")
+    from transformers import AutoTokenizer
+
+    from ortnb import assets
+    from ortnb.edge import export_artifacts
+
+    from .conftest import tiny_bert
+
+    tokenizer = AutoTokenizer.from_pretrained(assets.MODELS["minilm"].locate())
+    folder = tmp_path_factory.mktemp("edge") / "tiny"
+    export_artifacts(tiny_bert(vocab_size=tokenizer.vocab_size), folder, trainable="last_layers:1",
+                     tokenizer=tokenizer, seq_len=64)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def rows():
+    from ortnb import assets
+
+    frame = assets.rotten_tomatoes_frame()
+    return frame.iloc[:24].to_dict("records"), frame.iloc[1000:1016].to_dict("records")
+
+
+@pytest.fixture
+def runtime(tmp_path, monkeypatch):
+    """A stand-in runtime (the page is not loaded here): three small files where the cache would be."""
+    folder = tmp_path / "runtime"
+    folder.mkdir()
+    for name in web_runtime.FILES:
+        (folder / name).write_bytes(b"stand-in " + name.encode())
+    monkeypatch.setenv("ORTNB_WEB_RUNTIME", str(folder))
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.ort
+def test_the_bundle_trains_in_the_python_api_exactly_as_edge_train_does(artifacts, rows, runtime, tmp_path):
+    """The bundle's optimizer graph (schedule inside) and data.json's batches, run by the Python training API,
+    give ortnb.edge.train's losses and weights (to the float32 rounding of the rate, computed in the graph in
+    float32 rather than in Python in float64): the page runs these same files."""
+    from onnxruntime.training import api
+
+    from ortnb.edge import batches, train, web_bundle
+    from ortnb.edge.manifest import Manifest
+
+    train_rows, held_out = rows
+    bundle = web_bundle(artifacts, tmp_path / "web", data=train_rows, eval_data=held_out, steps=5, batch_size=8,
+                        learning_rate=3e-3, seed=1)
+    assert (bundle.rows, bundle.eval_rows, bundle.steps) == (24, 16, 5)
+    description = json.loads((bundle.folder / "bundle.json").read_text())
+    assert description["model"]["labels"] == ["LABEL_0", "LABEL_1"]
+    assert description["training"]["learning_rate"] == 3e-3
+    data = json.loads((bundle.folder / "data.json").read_text())
+    assert len(data["batches"]) == 5 and all(len(b) == 8 for b in data["batches"])
+    assert data["rows"][0] == {"text": train_rows[0]["text"], "label": int(train_rows[0]["label"])}
+
+    run = train(artifacts, train_rows, steps=5, batch_size=8, learning_rate=3e-3, seed=1,
+                output_dir=tmp_path / "runs")
+    expected = run.metrics["loss"].tolist()
+    folder = bundle.folder / "artifacts"
+    info = Manifest.read(artifacts)
+    state = api.CheckpointState.load_checkpoint(str(folder / "checkpoint"))
+    module = api.Module(str(folder / "training_model.onnx"), state, str(folder / "eval_model.onnx"))
+    optimizer = api.Optimizer(str(folder / "optimizer_model.onnx"), module)  # no set_learning_rate: the graph's
+    encoded = batches.encode(data["rows"], info, folder / "tokenizer.json")
+    order = batches.Batches(encoded, 8, 1, info.pad_token_id)
+    losses = []
+    for chosen in data["batches"]:
+        inputs, labels = order.rows(np.asarray(chosen))
+        module.train()
+        loss, _ = module(inputs["input_ids"], inputs["attention_mask"], labels)
+        optimizer.step()
+        module.lazy_reset_grad()
+        losses.append(float(loss))
+    assert losses[:2] == expected[:2]  # before the rates can differ in their last bit
+    assert np.allclose(losses, expected, rtol=0, atol=1e-6), (losses, expected)
+    trained = api.CheckpointState.load_checkpoint(str(run.checkpoint))
+    for name in info.trainable:
+        assert np.allclose(np.asarray(state.parameters[name].data), np.asarray(trained.parameters[name].data),
+                           rtol=0, atol=1e-6), name
+
+
+@pytest.mark.slow
+@pytest.mark.ort
+def test_bad_artifacts_and_rows_are_named_before_a_bundle_is_written(artifacts, rows, runtime, tmp_path,
+                                                                      monkeypatch):
+    from ortnb.edge import web_bundle
+
+    train_rows, _ = rows
+    out = tmp_path / "web"
+
+    def refused(error, match, source=artifacts, **kwargs):
+        with pytest.raises(error, match=match):
+            web_bundle(source, out, **kwargs)
+        assert not out.exists() and not list(tmp_path.glob(".ortnb-bundle-*"))
+
+    incomplete = tmp_path / "incomplete"
+    shutil.copytree(artifacts, incomplete)
+    (incomplete / "eval_model.onnx").unlink()
+    refused(FileNotFoundError, r"incomplete: eval_model.onnx is missing", incomplete)
+    other = tmp_path / "other"
+    shutil.copytree(artifacts, other)
+    changed = bytearray((other / "checkpoint").read_bytes())
+    changed[len(changed) // 2] ^= 0xFF  # same size, other bytes: as a checkpoint copied in from another export
+    (other / "checkpoint").write_bytes(bytes(changed))
+    refused(ConfigError, r"checkpoint is not the file the export wrote", other)
+    refused(ConfigError, r"data row 2 has label 'maybe'; the model's labels are LABEL_0, LABEL_1",
+            data=[train_rows[0], {"text": "fine", "label": "maybe"}])
+    refused(ConfigError, r"data holds input_ids, not text", data=[{"input_ids": [101, 102], "label": 0}])
+    refused(ConfigError, r"steps=0: a whole number, 1 or more", data=train_rows, steps=0)
+    with pytest.raises(ConfigError, match="inside the artifacts folder"):
+        web_bundle(artifacts, artifacts / "web")
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="already holds files that are not a web bundle"):
+        web_bundle(artifacts, tmp_path / "busy")
+    assert (tmp_path / "busy" / "notes.txt").read_text() == "mine"
+    monkeypatch.setenv("ORTNB_WEB_RUNTIME", str(tmp_path / "no-runtime"))
+    refused(web_runtime.WebRuntimeMissing, r"ortnb setup --web")
+
+
+@pytest.mark.slow
+@pytest.mark.ort
+def test_a_tokenizer_the_page_cannot_read_is_refused(artifacts, runtime, tmp_path):
+    from ortnb.edge import manifest, web_bundle
+
+    edited = tmp_path / "bpe"
+    shutil.copytree(artifacts, edited)
+    tokenizer = json.loads((edited / "tokenizer.json").read_text())
+    tokenizer["pre_tokenizer"] = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                                  "use_regex": True}
+    (edited / "tokenizer.json").write_text(json.dumps(tokenizer))
+    info = manifest.Manifest.read(edited)
+    info.files.update(manifest.file_facts(edited, ["tokenizer.json"]))  # an export that really wrote it
+    info.write(edited)
+    with pytest.raises(ConfigError, match=r"not one the page's tokenizer reads \(BERT WordPiece\): .*ByteLevel"):
+        web_bundle(edited, tmp_path / "web")
+
+
+@pytest.mark.slow
+@pytest.mark.ort
+def test_weights_from_other_artifacts_are_refused(artifacts, tmp_path):
+    from ortnb.edge import load_browser_weights
+    from ortnb.edge.manifest import Manifest
+
+    size = Manifest.read(artifacts).trainable_parameters
+    with pytest.raises(ConfigError, match="trained from other artifacts"):
+        load_browser_weights(artifacts, weights_file(tmp_path / "w.bin", np.zeros(size), "another export"))

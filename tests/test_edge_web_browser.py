@@ -1,0 +1,196 @@
+"""A web bundle in a real browser (Debian's chromium driven by playwright, ONNX Runtime Web 1.19.2's training
+build): the page trains tiny-bert artifacts on bundled Rotten Tomatoes rows with the losses the Python training API
+gives on the same batches, its downloaded weights give the page's logits in PyTorch, and bad input (a file without
+labels, a label the model lacks, an empty file, no rows at all, a bundle without its wasm file, a browser without
+WebAssembly SIMD) is named on the page and trains nothing. One browser, four short page loads."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from .lab_driver import BROWSER_FLAGS, CHROMIUM
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+STEPS, BATCH, LR = 9, 8, 3e-3
+TEXTS = ["a warm and funny delight", "flat, dull and far too long", "the film runs two hours"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("ORTNB_REQUIRE_BROWSER") == "1":
+            pytest.fail("chromium is not installed: apt-get install chromium (scripts/test.sh does it as root)")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    from ortnb.edge import web_runtime
+
+    try:
+        web_runtime.located()
+    except web_runtime.WebRuntimeMissing as error:
+        if os.environ.get("ORTNB_REQUIRE_BROWSER") == "1":
+            pytest.fail(str(error))
+        pytest.skip(str(error))
+    sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=BROWSER_FLAGS, headless=True)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """(artifacts, bundle, training rows, held-out rows) of tiny-bert with every weight trainable."""
+    pytest.importorskip("onnxruntime.training.api")
+    from transformers import AutoTokenizer
+
+    from ortnb import assets
+    from ortnb.edge import export_artifacts, web_bundle
+
+    from .conftest import tiny_bert
+
+    work = tmp_path_factory.mktemp("edge-web")
+    tokenizer = AutoTokenizer.from_pretrained(assets.MODELS["minilm"].locate())
+    export_artifacts(tiny_bert(vocab_size=tokenizer.vocab_size), work / "artifacts", trainable="all",
+                     tokenizer=tokenizer, seq_len=64)
+    frame = assets.rotten_tomatoes_frame()
+    rows, held_out = frame.iloc[:24].to_dict("records"), frame.iloc[1000:1032].to_dict("records")
+    bundle = web_bundle(work / "artifacts", work / "web", data=rows, eval_data=held_out, steps=STEPS,
+                        batch_size=BATCH, learning_rate=LR)
+    return work / "artifacts", bundle, rows, held_out
+
+
+def wait_for(page, done: str, timeout: float = 60) -> dict:
+    """window.ortnbEdge once ``done`` (a JavaScript expression on it, ``s``) holds or the page failed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        # One evaluation: the state returned is the one the condition held on.
+        state, held = page.evaluate(f"""() => {{ const s = window.ortnbEdge ?? {{}};
+            return [JSON.parse(JSON.stringify(s)), Boolean({done})]; }}""")
+        if held or state.get("status") == "error":
+            return state
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the page did not reach {done!r}: {state}")
+        time.sleep(0.2)
+
+
+def test_the_page_trains_as_the_python_api_and_its_weights_come_back(browser, made, tmp_path):
+    from ortnb.edge import load_browser_weights, to_pytorch, train
+
+    artifacts, bundle, rows, _ = made
+    with bundle.serve() as server:
+        page = browser.new_page(accept_downloads=True)
+        page.goto(server.url + "?autostart=1")
+        state = wait_for(page, "s.evaluations && s.evaluations.length")
+        assert state["status"] == "ready" and state["error"] is None, state
+        predictions = [page.evaluate("t => window.ortnbEdge.predict(t).then(() => window.ortnbEdge.predictions.at(-1))",
+                                     text) for text in TEXTS]
+        with page.expect_download() as download:
+            page.click("#download")
+        downloaded = tmp_path / download.value.suggested_filename
+        download.value.save_as(downloaded)
+        page.close()
+
+    assert state["step"] == STEPS and state["simd"] is True and state["threads"] == 1
+    browser_losses = state["losses"]
+    python = train(artifacts, rows, steps=STEPS, batch_size=BATCH, learning_rate=LR, output_dir=tmp_path / "runs")
+    python_losses = python.metrics["loss"].tolist()
+    assert abs(browser_losses[0] - python_losses[0]) < 1e-4, (browser_losses[0], python_losses[0])
+    assert np.allclose(browser_losses, python_losses, rtol=0, atol=1e-4), (browser_losses, python_losses)
+    assert np.mean(browser_losses[-3:]) < np.mean(browser_losses[:3]) - 0.02, browser_losses  # it learns
+    evaluation = state["evaluations"][0]
+    assert evaluation["samples"] == 32 and evaluation["on"] == "held-out rows" and evaluation["step"] == STEPS
+    assert 0 <= evaluation["accuracy"] <= 1 and np.isfinite(evaluation["eval_loss"])
+    assert state["timings"]["ready_ms"] > 0 and len(state["timings"]["step_ms"]) == STEPS
+
+    assert downloaded.name == f"ortnb-weights-step-{STEPS}.bin"
+    checkpoint = load_browser_weights(artifacts, downloaded)
+    assert checkpoint.exists()
+    model = to_pytorch(downloaded, artifacts)
+    import torch
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(artifacts / "tokenizer.json"))
+    tokenizer.no_padding()  # the saved file pads to 128: the page feeds each text at its own length
+    with torch.no_grad():
+        for text, predicted in zip(TEXTS, predictions):
+            ids = torch.tensor([tokenizer.encode(text).ids])
+            logits = model(input_ids=ids, attention_mask=torch.ones_like(ids)).logits[0].numpy()
+            assert np.allclose(logits, predicted["logits"], rtol=0, atol=1e-4), (text, logits, predicted["logits"])
+    untrained = to_pytorch(artifacts)  # the weights really moved: the round trip is not the export's own
+    first = torch.tensor([tokenizer.encode(TEXTS[0]).ids])
+    with torch.no_grad():
+        assert not np.allclose(untrained(input_ids=first).logits[0].numpy(), predictions[0]["logits"], atol=1e-4)
+
+
+def test_bad_rows_are_named_on_the_page_and_train_nothing(browser, made, tmp_path):
+    _, bundle, rows, _ = made
+    (tmp_path / "no-labels.csv").write_text("text\na fine film\nnot my cup of tea\n")
+    (tmp_path / "moods.jsonl").write_text(json.dumps({"text": "a fine film", "label": "LABEL_1"}) + "\n"
+                                          + json.dumps({"text": "meh", "label": "maybe"}) + "\n")
+    (tmp_path / "empty.csv").write_text("")
+    expected = {"no-labels.csv": "no-labels.csv has columns text: each row needs a text column (text or sentence) "
+                                 "and a label column (label or labels)",
+                "moods.jsonl": 'moods.jsonl line 2 has label "maybe"; the model\'s labels are LABEL_0, LABEL_1',
+                "empty.csv": "empty.csv is empty: it needs at least one row"}
+    with bundle.serve() as server:
+        page = browser.new_page()
+        page.goto(server.url)
+        wait_for(page, "s.status === 'ready'")
+        for name, message in expected.items():
+            page.set_input_files("#data-file", str(tmp_path / name))
+            state = wait_for(page, "s.error")
+            assert message in state["error"] and "Nothing was loaded" in state["error"], state["error"]
+            assert message in page.inner_text("#problem")
+            assert (state["rows"], state["source"], state["step"], state["status"]) == (len(rows), "bundled", 0,
+                                                                                          "ready")
+            page.evaluate("window.ortnbEdge.error = null")
+        page.close()
+
+    bare = tmp_path / "bare"  # a bundle without rows: Train says what to give it
+    from ortnb.edge import web_bundle
+
+    web_bundle(made[0], bare, steps=2)
+    with web_bundle_server(bare) as server:
+        page = browser.new_page()
+        page.goto(server.url + "?autostart=1")
+        state = wait_for(page, "s.error")
+        assert state["status"] == "ready" and state["step"] == 0 and state["losses"] == []
+        assert state["error"].startswith("There are no rows to train on: load a .jsonl, .json or .csv file")
+        page.close()
+
+
+def web_bundle_server(folder):
+    from ortnb.edge.web_server import serve
+
+    return serve(folder)
+
+
+def test_a_bundle_without_its_wasm_and_a_browser_without_simd_are_named(browser, made, tmp_path):
+    _, bundle, _, _ = made
+    broken = tmp_path / "broken"
+    shutil.copytree(bundle.folder, broken)
+    (broken / "ort" / "ort-training-wasm-simd-threaded.wasm").unlink()
+    with web_bundle_server(broken) as server:
+        page = browser.new_page()
+        page.goto(server.url + "?autostart=1")
+        state = wait_for(page, "false", timeout=30)
+        assert state["status"] == "error" and state["step"] == 0
+        assert "The bundle is missing ort/ort-training-wasm-simd-threaded.wasm (HTTP 404)" in state["error"]
+        assert "ortnb edge web ARTIFACTS OUT" in page.inner_text("#problem")
+        page.close()
+    with web_bundle_server(bundle.folder) as server:
+        context = browser.new_context()
+        # As a browser without SIMD answers: the probe module does not validate.
+        context.add_init_script("WebAssembly.validate = () => false;")
+        page = context.new_page()
+        page.goto(server.url + "?autostart=1")
+        state = wait_for(page, "false", timeout=30)
+        assert state["status"] == "error" and state["simd"] is False and state["step"] == 0
+        assert "no WebAssembly SIMD" in state["error"]
+        context.close()
