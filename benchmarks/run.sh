@@ -27,3 +27,6 @@ python benchmarks/beyond_text.py --steps 10 --warmup 3 --repeats 3 --out benchma
 python benchmarks/startup.py --repeats 5 --out benchmarks/results/startup.json
 # on-device training against ORTModule and eager: 9 configurations x 3 fresh-process runs (about 11 minutes)
 python benchmarks/edge.py --steps 20 --warmup 5 --repeats 3 --out benchmarks/results/edge.json
+# the same artifacts training in headless Chromium (1 thread; isolated, threaded) next to the Python training API
+# and eager PyTorch (about 2 minutes; needs chromium and `ortnb setup --web`)
+python benchmarks/edge_web.py --steps 20 --warmup 5 --repeats 2 --out benchmarks/results/edge-web.json
