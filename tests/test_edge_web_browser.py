@@ -150,6 +150,17 @@ def test_bad_rows_are_named_on_the_page_and_train_nothing(browser, made, tmp_pat
             assert (state["rows"], state["source"], state["step"], state["status"]) == (len(rows), "bundled", 0,
                                                                                           "ready")
             page.evaluate("window.ortnbEdge.error = null")
+        # What a person does by hand: type an example with a label, then a text to classify.
+        page.fill("#example-text", "a quiet, lovely film")
+        page.select_option("#example-label", "LABEL_1")
+        page.click("#add-example")
+        page.fill("#predict-text", "a quiet, lovely film")
+        page.click("#predict")
+        state = wait_for(page, "s.predictions.length === 1")
+        assert (state["rows"], state["source"], state["step"]) == (1, "typed", 0)
+        assert state["predictions"][0]["label"] in ("LABEL_0", "LABEL_1")
+        assert abs(sum(state["predictions"][0]["probabilities"]) - 1) < 1e-6
+        assert page.inner_text("#prediction").startswith(state["predictions"][0]["label"] + " (LABEL_0 ")
         page.close()
 
     bare = tmp_path / "bare"  # a bundle without rows: Train says what to give it

@@ -40,13 +40,21 @@ def train_in_browser(bundle, *, isolated: bool = False, timeout: float = 600, qu
     """Serve ``bundle`` (a WebBundle or its folder), open it in headless Chromium with ``?autostart=1`` (train
     the bundled rows one round, then evaluate), and return the page's ``window.ortnbEdge`` at the end.
     ``isolated``: serve with the cross-origin isolation headers (the page then uses up to 4 threads)."""
-    from playwright.sync_api import sync_playwright
-
-    from .web_server import serve
+    from concurrent.futures import ThreadPoolExecutor
 
     reason = unavailable()
     if reason:
         raise RuntimeError(f"cannot drive a browser here: {reason}")
+    # In its own thread: playwright's sync API refuses a thread with a running asyncio loop, which a Jupyter
+    # kernel's main thread has.
+    with ThreadPoolExecutor(1, thread_name_prefix="ortnb-browser") as pool:
+        return pool.submit(_train, bundle, isolated, timeout, query).result()
+
+
+def _train(bundle, isolated: bool, timeout: float, query: str) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    from .web_server import serve
     folder = Path(getattr(bundle, "folder", bundle))
     has_eval = json.loads((folder / "bundle.json").read_text()).get("eval_data") is not None
     finished = "s.evaluations.length > 0" if has_eval else "s.step > 0 && s.status === 'ready'"
