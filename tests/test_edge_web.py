@@ -264,3 +264,38 @@ def test_weights_from_other_artifacts_are_refused(artifacts, tmp_path):
     size = Manifest.read(artifacts).trainable_parameters
     with pytest.raises(ConfigError, match="trained from other artifacts"):
         load_browser_weights(artifacts, weights_file(tmp_path / "w.bin", np.zeros(size), "another export"))
+
+
+def test_setup_says_when_the_runtime_cannot_be_fetched(monkeypatch, capsys):
+    from ortnb import cli
+
+    def offline(force=False):
+        raise OSError("Name or service not known")
+
+    monkeypatch.setattr(web_runtime, "fetch", offline)
+    assert cli.main(["setup", "--web"]) == 1
+    assert "could not fetch onnxruntime-web 1.19.2 from the npm registry (Name or service not known)" in \
+        capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.ort
+def test_ortnb_edge_web_writes_a_bundle_and_refuses_bad_rows_with_exit_2(artifacts, rows, runtime, tmp_path,
+                                                                      capsys):
+    from ortnb import cli
+
+    train_rows, _ = rows
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps({"text": r["text"], "label": int(r["label"])}) + "\n" for r in train_rows))
+    assert cli.main(["edge", "web", str(artifacts), str(tmp_path / "web"), "--data", str(data), "--steps", "3",
+                     "--batch-size", "4", "--lr", "2e-3"]) == 0
+    said = capsys.readouterr().out
+    assert "24 rows to train (3 steps of 4, learning rate 0.002 decayed linearly to 0), 0 held out" in said
+    written = json.loads((tmp_path / "web" / "bundle.json").read_text())
+    assert written["training"]["steps"] == 3 and written["data"] == "data.json" and written["eval_data"] is None
+    assert sorted(p.name for p in (tmp_path / "web" / "ort").iterdir()) == sorted(web_runtime.FILES)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("text,label\na fine film,1\nmeh,maybe\n")
+    assert cli.main(["edge", "web", str(artifacts), str(tmp_path / "web2"), "--data", str(bad)]) == 2
+    assert "data: bad.csv line 3 has label 'maybe'; the model's labels are LABEL_0, LABEL_1" in capsys.readouterr().err
+    assert not (tmp_path / "web2").exists()
