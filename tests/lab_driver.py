@@ -24,6 +24,18 @@ BROWSER_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update"]
 
 
+def require_chromium() -> None:
+    """Skip a test without Debian's chromium and playwright; fail instead where ORTNB_REQUIRE_BROWSER=1 (CI
+    sets it: there a missing browser is a broken set-up, not a reason to pass)."""
+    import pytest
+
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("ORTNB_REQUIRE_BROWSER") == "1":
+            pytest.fail("chromium is not installed: apt-get install chromium (scripts/test.sh does it as root)")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    pytest.importorskip("playwright")
+
+
 def write_notebook(path: Path, sources: list[str]) -> Path:
     import nbformat
 

@@ -12,13 +12,13 @@ scripts/dashboard_screenshot.py.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import pytest
 
-from .lab_driver import CHROMIUM, browser_page, button, jupyterlab, open_notebook, run_cell, write_notebook
+from .lab_driver import (CHROMIUM, browser_page, button, jupyterlab, open_notebook, require_chromium, run_cell,
+                         write_notebook)
 
 pytestmark = pytest.mark.browser
 STEPS = 12
@@ -31,11 +31,7 @@ TEXT_ELEMENTS = ("button, .widget-label, .ortnb-field-label, .widget-html-conten
 
 @pytest.fixture
 def lab(tmp_path):
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("ORTNB_REQUIRE_BROWSER") == "1":
-            pytest.fail("chromium is not installed: apt-get install chromium (scripts/test.sh does it as root)")
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    pytest.importorskip("playwright")
+    require_chromium()
     runs = tmp_path / "runs"
     moods = {"neg": ["a dull and tired film", "I wanted my money back", "flat and far too long"],
              "neu": ["it is a film about a town", "the film runs two hours", "shot in colour in French"],

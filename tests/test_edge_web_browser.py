@@ -10,12 +10,11 @@ import json
 import os
 import shutil
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from .lab_driver import BROWSER_FLAGS, CHROMIUM
+from .lab_driver import BROWSER_FLAGS, CHROMIUM, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 STEPS, BATCH, LR = 9, 8, 3e-3
@@ -24,10 +23,7 @@ TEXTS = ["a warm and funny delight", "flat, dull and far too long", "the film ru
 
 @pytest.fixture(scope="module")
 def browser():
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("ORTNB_REQUIRE_BROWSER") == "1":
-            pytest.fail("chromium is not installed: apt-get install chromium (scripts/test.sh does it as root)")
-        pytest.skip("chromium is not installed (apt-get install chromium)")
+    require_chromium()
     from ortnb.edge import web_runtime
 
     try:

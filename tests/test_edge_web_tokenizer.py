@@ -16,7 +16,6 @@ import copy
 import functools
 import http.server
 import json
-import os
 import re
 import threading
 import time
@@ -229,13 +228,9 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def page():
     """One chromium page with the module imported as window.tok and the tokenizer.json as window.base."""
-    from .lab_driver import BROWSER_FLAGS, CHROMIUM
+    from .lab_driver import BROWSER_FLAGS, CHROMIUM, require_chromium
 
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("ORTNB_REQUIRE_BROWSER") == "1":
-            pytest.fail("chromium is not installed: apt-get install chromium (scripts/test.sh does it as root)")
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    pytest.importorskip("playwright")
+    require_chromium()
     from playwright.sync_api import sync_playwright
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
