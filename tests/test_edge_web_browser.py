@@ -201,3 +201,45 @@ def test_a_bundle_without_its_wasm_and_a_browser_without_simd_are_named(browser,
         assert state["status"] == "error" and state["simd"] is False and state["step"] == 0
         assert "no WebAssembly SIMD" in state["error"]
         context.close()
+
+
+def test_the_pages_pure_functions_on_exact_values(browser, made):
+    """rows.js in the browser that runs it: padding, labels, files, the row order for typed rows, softmax."""
+    _, bundle, _, _ = made
+    with bundle.serve() as server:
+        page = browser.new_page()
+        page.goto(server.url)
+        found = page.evaluate('''async () => {
+            const m = await import('./rows.js');
+            const padded = m.pad([[101, 7, 102], [101, 102]], 0, 8);
+            const attempt = (f) => { try { return f(); } catch (e) { return e.message; } };
+            const epochs = [1, 2, 3, 4].map((step) => m.batchIndices(6, 3, 0, step));
+            return {
+                width: padded.width, ids: Array.from(padded.ids, Number), mask: Array.from(padded.mask, Number),
+                labels: [m.labelId('pos', ['neg', 'pos']), m.labelId(' 1 ', ['neg', 'pos']), m.labelId(1, ['neg', 'pos']),
+                         m.labelId(2, ['neg', 'pos']), m.labelId('1.0', ['neg', 'pos']), m.labelId(true, ['neg', 'pos'])],
+                csv: m.parseFile('a.csv', '\\uFEFFtext,label\\r\\n"good, really",pos\\r\\n"say ""hi""",0\\r\\n\\r\\n'),
+                jsonl: m.parseFile('a.jsonl', '{"text": "x", "label": 1}\\n\\n{"text": "y", "label": 0}\\n'),
+                badJson: attempt(() => m.parseFile('a.jsonl', '{"text": "x"}\\nnot json\\n')),
+                badKind: attempt(() => m.parseFile('a.txt', 'hello')),
+                checked: m.checkRows('a.csv', [{at: 'line 2', row: {text: 'fine', label: 'pos'}}], ['neg', 'pos']),
+                noText: attempt(() => m.checkRows('a.csv', [{at: 'line 2', row: {text: ' ', label: 'pos'}}], ['neg', 'pos'])),
+                epochs, softmax: m.softmax([0, Math.log(3)]),
+            };
+        }''')
+        page.close()
+    assert found["width"] == 8
+    assert found["ids"] == [101, 7, 102, 0, 0, 0, 0, 0, 101, 102, 0, 0, 0, 0, 0, 0]
+    assert found["mask"] == [1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0]
+    assert found["labels"] == [1, 1, 1, None, None, None]  # names, whole numbers in range; never 1.0 or true
+    assert found["csv"] == [{"at": "line 2", "row": {"text": "good, really", "label": "pos"}},
+                            {"at": "line 3", "row": {"text": 'say "hi"', "label": "0"}}]
+    assert [r["at"] for r in found["jsonl"]] == ["line 1", "line 3"]
+    assert found["badJson"] == "a.jsonl line 2 is not JSON"
+    assert found["badKind"] == "a.txt: give a .jsonl, .json or .csv file"
+    assert found["checked"] == [{"text": "fine", "label": 1}]
+    assert found["noText"] == "a.csv line 2 has no text in its 'text' column"
+    # Two steps of 3 make an epoch of 6: each epoch meets every row once, in a seeded order.
+    first, second = found["epochs"][0] + found["epochs"][1], found["epochs"][2] + found["epochs"][3]
+    assert sorted(first) == sorted(second) == list(range(6)) and first != second
+    assert found["softmax"] == pytest.approx([0.25, 0.75], abs=1e-12)

@@ -107,7 +107,9 @@ async function boot() {
       "`ortnb edge web ARTIFACTS OUT`, and serve the whole folder.");
   }
   await loadScript(`${runtime.folder}/${runtime.script}`);
-  const threads = bundle.training.threads ?? (state.isolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1);
+  // Worker threads need SharedArrayBuffer, which only a cross-origin isolated page has: elsewhere ORT Web would
+  // drop to one thread on its own, and the page would report threads it does not use.
+  const threads = state.isolated ? (bundle.training.threads ?? Math.min(4, navigator.hardwareConcurrency || 1)) : 1;
   ort.env.wasm.numThreads = threads;
   ort.env.logLevel = "error"; // not a warning per dropout constant the graph optimizer removes
   ort.env.wasm.wasmPaths = new URL(`${runtime.folder}/`, location.href).href;
