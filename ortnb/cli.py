@@ -67,6 +67,10 @@ def machine_facts() -> dict:
     if facts["onnxruntime_training"]:
         built = ort_extensions.built_extension()
         facts["ort_extension"] = str(built) if built else "not built (run `ortnb setup`, or it builds on first use)"
+    from .edge import web_runtime
+
+    facts["onnxruntime_web"] = (f"{web_runtime.VERSION} in {web_runtime.folder()}" if not web_runtime.missing()
+                                else f"not fetched (`{web_runtime.FETCH_COMMAND}`; `ortnb edge web` needs it)")
     return facts
 
 

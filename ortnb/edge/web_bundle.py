@@ -93,11 +93,11 @@ def web_bundle(artifacts_dir, out_dir, *, data=None, eval_data=None, steps: int 
     _check_artifacts(folder, info)
     runtime = web_runtime.located()
     tokenizer = folder / info.tokenizer
-    train_rows = _bundled_rows(data, info, tokenizer, "data") if data is not None else []
-    held_out = _bundled_rows(eval_data, info, tokenizer, "eval_data") if eval_data is not None else []
+    train_rows, encoded = _bundled_rows(data, info, tokenizer, "data") if data is not None else ([], None)
+    held_out, _ = _bundled_rows(eval_data, info, tokenizer, "eval_data") if eval_data is not None else ([], None)
     out = _destination(out_dir, folder)
     description = _description(info, folder, settings, bool(train_rows), bool(held_out))
-    schedule = _batches(train_rows, info, settings) if train_rows else []
+    schedule = _batches(encoded, info, settings) if train_rows else []
     scratch = Path(tempfile.mkdtemp(prefix=".ortnb-bundle-", dir=out.parent))
     try:
         _write(scratch, folder, info, runtime, settings, description)
@@ -135,21 +135,21 @@ def _check_artifacts(folder: Path, info: manifest.Manifest) -> None:
         raise ConfigError(problems)
 
 
-def _bundled_rows(rows, info: manifest.Manifest, tokenizer: Path, what: str) -> list[dict]:
-    """[{"text", "label"}] with labels as class ids, after the checks ortnb.edge.train makes of the same rows."""
+def _bundled_rows(rows, info: manifest.Manifest, tokenizer: Path, what: str) -> tuple[list[dict], batches.Encoded]:
+    """([{"text", "label"}] with labels as class ids, the rows encoded), after the checks ortnb.edge.train makes of
+    the same rows."""
     found, where, name = batches.read_named(rows, what)
     encoded = batches.encode(found, info, tokenizer, name, where)  # labels the model lacks, bad text: refused here
     text = next((c for c in batches.TEXT_COLUMNS if c in found[0]), None)
     if text is None:
         raise ConfigError(f"{name} holds input_ids, not text: the page tokenizes text itself. Give a text column "
                           f"({' or '.join(batches.TEXT_COLUMNS)})")
-    return [{"text": row[text], "label": int(label)} for row, label in zip(found, encoded.labels)]
+    return [{"text": row[text], "label": int(label)} for row, label in zip(found, encoded.labels)], encoded
 
 
-def _batches(rows: list[dict], info: manifest.Manifest, settings: EdgeConfig) -> list[list[int]]:
+def _batches(encoded: batches.Encoded, info: manifest.Manifest, settings: EdgeConfig) -> list[list[int]]:
     """The rows of each step's batch, drawn as ortnb.edge.train draws them for the same seed and batch size."""
-    placeholder = batches.Encoded(ids=[None] * len(rows), labels=None)  # indices() reads the row count alone
-    order = batches.Batches(placeholder, settings.batch_size, settings.seed, info.pad_token_id)
+    order = batches.Batches(encoded, settings.batch_size, settings.seed, info.pad_token_id)
     return [[int(i) for i in order.indices(step)] for step in range(1, settings.steps + 1)]
 
 
