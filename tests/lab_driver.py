@@ -18,10 +18,12 @@ import time
 import urllib.request
 from pathlib import Path
 
+from ortnb.edge.web_browser import FLAGS
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-# Flags for a machine with a closed network (no Google hosts, no updates) and root.
-BROWSER_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
-                 "--disable-background-networking", "--disable-component-update"]
+# Flags for a machine with a closed network (no Google hosts, no updates) and root: the ones ortnb's own
+# headless driver (ortnb.edge.web_browser) launches with.
+BROWSER_FLAGS = FLAGS
 
 
 def require_chromium() -> None:

@@ -15,7 +15,7 @@ import shutil
 import time
 from pathlib import Path
 
-# A closed network and root: no Google hosts, no updates, no sandbox (as tests/lab_driver.py launches it).
+# A closed network and root: no Google hosts, no updates, no sandbox (tests/lab_driver.py launches with these too).
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
          "--disable-background-networking", "--disable-component-update"]
 
