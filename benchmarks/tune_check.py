@@ -6,8 +6,9 @@ exhaustive ``compare`` of the same grid, in one invocation:
 Records the search's wall clock against its budget (+10% allowed), its winner, and the winner's samples/s in
 the exhaustive table against the best row there (within 5% asked). The exhaustive pass measures every
 runnable candidate once in a fresh run (``--steps`` steps, the first ``--warmup`` not counted), in the
-order ``candidate_configs`` gives; it takes about 25 s a candidate with MiniLM on 2 cores. ``agreement``: each candidate's figure in the search
-against its figure in the exhaustive pass (a repeated measurement), the ratio and how many agree within 10%.
+order ``candidate_configs`` gives; it takes about 25 s a candidate with MiniLM on 2 cores. ``agreement``: each
+candidate's rung-1 figure against the same steps measured again, in the exhaustive pass and (for rung-2
+candidates) in the search's rung-2 run: the ratio and how many agree within 10%.
 """
 
 from __future__ import annotations
@@ -27,14 +28,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--dataset", default="rotten_tomatoes")
     parser.add_argument("--budget", type=float, default=180.0)
-    parser.add_argument("--steps", type=int, default=8)
-    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=None,
+                        help="steps of each exhaustive run (default: a rung-1 run's, warm-up and measured)")
+    parser.add_argument("--warmup", type=int, default=None, help="of which not counted (default: tune's)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "tune-check.json")
     options = parser.parse_args(argv)
 
     import ortnb
     from ortnb.report import machine, strict_json, versions
     from ortnb.tuning import candidate_configs
+    from ortnb.tuning.space import RUNG1_STEPS, WARMUP_STEPS
+
+    options.warmup = WARMUP_STEPS if options.warmup is None else options.warmup
+    options.steps = options.warmup + RUNG1_STEPS if options.steps is None else options.steps
 
     started = time.perf_counter()
     result = ortnb.tune(options.model, options.dataset, budget_s=options.budget, refresh=True,
@@ -66,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         "exhaustive": {"candidates": len(configs), "steps": options.steps, "warmup": options.warmup,
                        "wall_s": exhaustive_s, "best": best["label"], "best_samples_per_s": float(best["samples_per_s"]),
                        "table": json.loads(table.to_json(orient="records"))},
-        "agreement": agreement(result.table, table),
+        "agreement": agreement(result.candidates, table),
         "winner_in_exhaustive_samples_per_s": winner_speed,
         "winner_over_best": winner_speed / float(best["samples_per_s"]) if winner_speed else None,
     }
@@ -78,17 +84,29 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def agreement(searched, exhaustive) -> dict:
-    """How far each candidate's figure in the search (its furthest rung) is from the same candidate measured again
-    in the exhaustive pass: the ratio per candidate, and how many agree within 10%."""
-    import statistics
+def agreement(candidates, exhaustive) -> dict:
+    """Whether a candidate measured again gives the same figure. ``exhaustive``: each candidate's rung-1 figure
+    (its first run: the same batches, steps 3 to 8) against its run in the exhaustive pass (the same steps, in a
+    fresh process), the ratio per candidate and how many agree within 10%. ``in_search``: for candidates the
+    search measured again in rung 2, rung 1's figure against the same steps of the rung-2 run (both warm)."""
+    from ortnb import stats
+    from ortnb.tuning.space import RUNG1_STEPS
 
     again = {row["label"]: row["samples_per_s"] for _, row in exhaustive.iterrows() if row["status"] == "completed"}
-    ratios = {row["label"]: row["samples_per_s"] / again[row["label"]] for _, row in searched.iterrows()
-              if row["status"] == "measured" and again.get(row["label"])}
-    within = [label for label, ratio in ratios.items() if abs(ratio - 1.0) <= 0.10]
-    return {"ratios": ratios, "candidates": len(ratios), "within_10pct": len(within),
-            "median_abs_deviation": statistics.median(abs(r - 1.0) for r in ratios.values()) if ratios else None}
+
+    def first(candidate, rung):
+        runs = [r for r in candidate.measured_runs() if r["rung"] == rung]
+        return stats.median(runs[0]["samples_per_s"][:RUNG1_STEPS]) if runs else None
+
+    def summary(ratios: dict) -> dict:
+        within = [label for label, ratio in ratios.items() if abs(ratio - 1.0) <= 0.10]
+        return {"ratios": ratios, "candidates": len(ratios), "within_10pct": len(within),
+                "median_abs_deviation": stats.median(abs(r - 1.0) for r in ratios.values())}
+
+    measured = [c for c in candidates if c.measured_runs()]
+    return {"exhaustive": summary({c.label: first(c, 1) / again[c.label] for c in measured
+                                   if first(c, 1) and again.get(c.label)}),
+            "in_search": summary({c.label: first(c, 1) / first(c, 2) for c in measured if first(c, 1) and first(c, 2)})}
 
 
 def _candidate_label(result) -> str | None:

@@ -79,15 +79,21 @@ CPU = dict(cuda=False, cpu_cores=2, bf16_cpu_native=True, ort_training="onnxrunt
 
 def test_the_default_grid_holds_what_this_kind_of_machine_runs():
     base = ortnb.RunConfig(model="minilm")
+    # a CPU: fused AdamW only (plain AdamW never led it), per-batch padding only (max_length computes padding)
     assert default_grid(base, Capabilities(**CPU)) == {
-        "backend": ["ort", "eager"], "optim": ["adamw_torch_fused", "adamw_torch"], "precision": ["no", "bf16"],
-        "padding": ["longest", "max_length"], "num_processes": [1, 2], "batch_size": [16, 32]}
+        "backend": ["ort", "eager"], "optim": ["adamw_torch_fused"], "precision": ["no", "bf16"],
+        "num_processes": [1, 2], "batch_size": [16, 32]}
     # one core, no bf16 units, an old torch: those axes have one value left, so they are not varied
     small = Capabilities(**{**CPU, "cpu_cores": 1, "bf16_cpu_native": False, "fused_adamw": False})
-    assert default_grid(base, small) == {"backend": ["ort", "eager"], "padding": ["longest", "max_length"],
-                                         "batch_size": [16, 32]}
+    assert default_grid(base, small) == {"backend": ["ort", "eager"], "batch_size": [16, 32]}
+    # with CUDA both optimizers (and ORT's FusedAdam) and both paddings: fixed shapes may pay on a GPU
+    gpu = Capabilities(**{**CPU, "cuda": True, "ort_cuda": True})
+    assert default_grid(base, gpu, cuda_devices=2) == {
+        "backend": ["ort", "eager"], "optim": ["adamw_torch_fused", "adamw_torch", "adamw_ort_fused"],
+        "precision": ["no", "bf16", "fp16"], "padding": ["longest", "max_length"], "num_processes": [1, 2],
+        "batch_size": [16, 32]}
     # a causal LM trains full blocks: nothing to pad
-    assert "padding" not in default_grid(ortnb.RunConfig(model="tiny-llama", dataset="hamlet"), Capabilities(**CPU))
+    assert "padding" not in default_grid(ortnb.RunConfig(model="tiny-llama", dataset="hamlet"), gpu, cuda_devices=2)
 
 
 BAD_ARGUMENTS = [  # (keyword arguments, the message)
@@ -197,7 +203,8 @@ def test_successive_halving_gives_the_faster_half_twice_the_steps():
     assert len(by_rung[1]) == 6
     assert by_rung[2] == sorted(c.label for c in candidates if c.index >= 3)  # the faster half: 3 of 6
     assert by_rung[3] == sorted(c.label for c in candidates if c.index >= 4)  # then 2 of 3
-    assert {steps for _, rung, steps in log} == {4, 8, 16} and len(log) == 6 + 3 + 2
+    first = space.RUNG1_STEPS
+    assert {steps for _, rung, steps in log} == {first, 2 * first, 4 * first} and len(log) == 6 + 3 + 2
     ranked = search.ranked(candidates)
     assert [c.index for c in ranked] == [5, 4, 3, 2, 1, 0] and [c.rung for c in ranked] == [3, 3, 2, 1, 1, 1]
 
@@ -226,11 +233,11 @@ def test_progress_events_are_plain_data_with_one_line_each():
         ("candidate", 1, 2, "rung 1"), ("result", 1, 2, "rung 1"), ("candidate", 2, 2, "rung 1"),
         ("result", 2, 2, "rung 1")]
     assert events[2] == {"event": "candidate", "candidate": 2, "of": 2, "phase": "rung 1", "label": "batch_size=8",
-                         "run_dir": "fake-run-0", "estimate_s": 10.9, "elapsed_s": 11.2, "budget_s": 100.0,
+                         "run_dir": "fake-run-0", "estimate_s": 11.2, "elapsed_s": 11.8, "budget_s": 100.0,
                          "best": {"label": "batch_size=16", "samples_per_s": 64.0}}
-    assert format_progress(events[2]) == ("rung 1, candidate 2 of 2: batch_size=8 (about 11 s) | 11 s of 100 s | "
+    assert format_progress(events[2]) == ("rung 1, candidate 2 of 2: batch_size=8 (about 11 s) | 12 s of 100 s | "
                                           "best so far: batch_size=16, 64.0 samples/s")
-    assert format_progress(events[3]) == "rung 1, candidate 2 of 2: 32.0 samples/s, its run took 11 s"
+    assert format_progress(events[3]) == "rung 1, candidate 2 of 2: 32.0 samples/s, its run took 12 s"
 
 
 def test_progress_words_are_exact():
