@@ -25,6 +25,7 @@ python benchmarks/time_to_target.py --target 0.80 --repeats 3 --out benchmarks/r
 python benchmarks/beyond_text.py --steps 10 --warmup 3 --repeats 3 --out benchmarks/results/beyond-text.json
 # the data phase tokenized vs read from the tokenized-data cache, fresh processes (about 1 minute)
 python benchmarks/startup.py --repeats 5 --out benchmarks/results/startup.json
+# a run's first step: first launch, launched again, a warm worker's second run (about 3 minutes)
 python benchmarks/first_step.py --repeats 3 --out benchmarks/results/first-step.json
 # on-device training against ORTModule and eager: 9 configurations x 3 fresh-process runs (about 11 minutes)
 python benchmarks/edge.py --steps 20 --warmup 5 --repeats 3 --out benchmarks/results/edge.json
