@@ -28,7 +28,9 @@ SHARED = ("ort-extensions", "peak.json")  # what every way may reuse: built once
 
 
 def fresh_cache() -> Path:
-    real = Path(os.environ.get("ORTNB_CACHE") or Path.home() / ".cache" / "ortnb")
+    from ortnb.backends.ort_extensions import cache_root
+
+    real = cache_root()  # $ORTNB_CACHE, else ~/.cache/ortnb: where every run looks
     folder = Path(tempfile.mkdtemp(prefix="ortnb-first-step-cache-"))
     for name in SHARED:
         if (real / name).exists():
@@ -64,8 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     from ortnb.runner.warm import WarmWorker
 
     runs_dir = Path(tempfile.mkdtemp(prefix="ortnb-first-step-runs-"))
-    base = ortnb.RunConfig(model="minilm", dataset="rotten_tomatoes", backend=options.backend, max_steps=3, warmup_steps=1,
-                           evaluate=False, output_dir=str(runs_dir))
+    base = ortnb.RunConfig(model="minilm", dataset="rotten_tomatoes", backend=options.backend, max_steps=3,
+                           warmup_steps=1, evaluate=False, output_dir=str(runs_dir))
     found: dict[str, list[dict]] = {"first": [], "again": [], "warm": []}
     for repeat in range(options.repeats):
         os.environ["ORTNB_CACHE"] = str(fresh_cache())  # the runs' processes inherit it

@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def agreement(candidates, exhaustive) -> dict:
     """Whether a candidate measured again gives the same figure. ``exhaustive``: each candidate's rung-1 figure
-    (its first run: the same batches, steps 3 to 8) against its run in the exhaustive pass (the same steps, in a
+    (its first run: the same batches, the RUNG1_STEPS steps after warm-up) against its run in the exhaustive pass (the same steps, in a
     fresh process), the ratio per candidate and how many agree within 10%. ``in_search``: for candidates the
     search measured again in rung 2, rung 1's figure against the same steps of the rung-2 run (both warm)."""
     from ortnb import stats
@@ -103,10 +103,10 @@ def agreement(candidates, exhaustive) -> dict:
         return {"ratios": ratios, "candidates": len(ratios), "within_10pct": len(within),
                 "median_abs_deviation": stats.median(abs(r - 1.0) for r in ratios.values())}
 
-    measured = [c for c in candidates if c.measured_runs()]
-    return {"exhaustive": summary({c.label: first(c, 1) / again[c.label] for c in measured
-                                   if first(c, 1) and again.get(c.label)}),
-            "in_search": summary({c.label: first(c, 1) / first(c, 2) for c in measured if first(c, 1) and first(c, 2)})}
+    rungs = {c.label: (first(c, 1), first(c, 2)) for c in candidates if c.measured_runs()}
+    return {"exhaustive": summary({label: one / again[label] for label, (one, _) in rungs.items()
+                                   if one and again.get(label)}),
+            "in_search": summary({label: one / two for label, (one, two) in rungs.items() if one and two})}
 
 
 def _candidate_label(result) -> str | None:

@@ -38,8 +38,9 @@ _NOT_AN_AXIS = {
 WARMUP_STEPS = 2  # the first step includes ORT's export and graph build, the second the allocator's warm-up
 # Measured steps of a first-rung run; each later rung doubles them. Per-batch padding makes a step's
 # samples/s follow its batch's length (4x apart from one step to the next with MiniLM), so a median of 4
-# steps moved with which 4 it had; over 6 the same candidate measured again agreed within 10%
-# (benchmarks/results/tune-check.json's agreement).
+# steps moved with which 4 it had. Over 6, the same steps measured again in a fresh process agreed within
+# 10% for 7 of 12 candidates (median 8%: benchmarks/results/tune-check.json's agreement); longer rungs would
+# not let the default 180 s measure every candidate on 2 cores.
 RUNG1_STEPS = 6
 
 # Log speed-ups believed before measuring (0 = no better than the alternatives). They only order the first
@@ -70,21 +71,25 @@ def default_grid(base: RunConfig, caps: Capabilities, cuda_devices: int = 0) -> 
     With CUDA also fused against plain AdamW (and ORT's FusedAdam), and per-batch against max_length padding
     (fixed shapes can pay on a GPU: not verified here). On a CPU the grid leaves out the two options an
     exhaustive compare of all 48 candidates found never ahead (benchmarks/results/history/
-    2026-12-06-tune-check-48.json): plain AdamW where torch has the fused one (the same update in fewer passes over
-    memory: ahead in 21 of 24 pairs, up to 1.53x, and never more than 4.5% behind, within a short run's
-    noise), and max_length padding (the same samples with the padding computed: 2.5x to 3.8x slower). grid= puts them back.
+    2026-12-06-tune-check-48.json): plain AdamW where torch has the fused one (the same update in fewer
+    passes over memory: ahead in 21 of 24 pairs, up to 1.53x, and never more than 4.5% behind, within a
+    short run's noise), and max_length padding (the same samples with the padding computed: 2.5x to 3.8x
+    slower). grid= puts them back.
     """
     grid: dict[str, list] = {"backend": ["ort", "eager"]}
     fused = ["adamw_torch_fused"] if caps.fused_adamw else []
-    grid["optim"] = fused + ["adamw_torch"] + (["adamw_ort_fused"] if caps.ort_cuda else []) if caps.cuda \
-        else fused or ["adamw_torch"]
+    if caps.cuda:
+        grid["optim"] = fused + ["adamw_torch"] + (["adamw_ort_fused"] if caps.ort_cuda else [])
+    else:
+        grid["optim"] = fused or ["adamw_torch"]
     grid["precision"] = ["no"] + (["bf16", "fp16"] if caps.cuda else ["bf16"] if caps.bf16_cpu_native else [])
     if run_task(base) != "causal-lm" and caps.cuda:
         grid["padding"] = ["longest", "max_length"]  # length_grouping None: on with longest, off with max_length
     processes = [1, cuda_devices] if caps.cuda else [1, 2] if caps.cpu_cores >= 2 else [1]
     grid["num_processes"] = sorted({p for p in processes if p >= 1})
-    # Not 8: a CPU's matmul units idle on small batches, and every candidate costs a run's start-up
-    # (15 to 25 s for MiniLM), so a smaller grid lets a 180 s budget cover more of what can win.
+    # Not 8: a CPU's matmul units idle on small batches, and every candidate costs its start-up and steps
+    # (1.4 to 6 s and about 0.2 to 1.7 s a step for MiniLM in a warm worker), so a smaller grid lets a 180 s
+    # budget cover what can win.
     grid["batch_size"] = [16, 32]
     # An option with one value left is not varied; it stays in the grid only where it changes base's value
     # (fused AdamW on a CPU: every candidate uses it).
