@@ -230,6 +230,19 @@ def subplot_titles(figure) -> list:
     return [a for a in figure.layout.annotations if a.name == "title"]
 
 
+def retitled(titles: list, eval_title: str) -> list[dict]:
+    """The panel titles as new dicts, the wide panel's (the last one made) set to ``eval_title``.
+
+    New dicts, never an edit of the figure's own annotation: inside a FigureWidget's batch_update, editing
+    ``annotations[4].text`` and replacing ``annotations`` send one relayout holding both, and plotly.js refuses
+    it whole ("cannot set annotations.4.text and a parent attribute simultaneously"): the page then kept its
+    empty-state axes and hints for a whole run while the kernel's figure looked right."""
+    plain = [title.to_plotly_json() for title in titles]
+    if plain:
+        plain[-1] = {**plain[-1], "text": eval_title}
+    return plain
+
+
 def apply_updates(figure, new: list[dict], changed: list[dict]) -> None:
     """Add and update traces (inside the caller's batch_update for widgets)."""
     import plotly.graph_objects as go
@@ -248,10 +261,7 @@ def set_live_layout(figure, warmup_steps: int, empty: bool, eval_hint: str | Non
     """Hint or warm-up band, the held-out panel's note, target and title, and autorange on every axis (Clear
     must not leave old ranges behind)."""
     extra = live_layout(warmup_steps, empty, eval_hint, target, metric, empty_hint)
-    titles = subplot_titles(figure)
-    if titles:
-        titles[-1].text = extra["eval_title"]  # the wide panel is the last one made
-    figure.layout.annotations = titles + extra["annotations"]
+    figure.layout.annotations = retitled(subplot_titles(figure), extra["eval_title"]) + extra["annotations"]
     figure.layout.shapes = extra["shapes"]
     figure.update_xaxes(**extra["axes"]["x"])
     figure.update_yaxes(**extra["axes"]["y"])

@@ -24,6 +24,7 @@ from ..validation import validate
 from . import form, present
 from .find_fastest import DEFAULT_BUDGET_S, FindFastest
 from .profile_action import ProfileAction
+from .redraw import redraw
 from .state import FINAL, DashboardState
 
 POLL_SECONDS = 0.25
@@ -220,7 +221,8 @@ class Dashboard(FindFastest, ProfileAction):
             for entry in self.state.runs.values():
                 self.chart.add_run(entry.id, entry.label, entry.colour)
             if self.widgets:
-                self.figure.data = []
+                with redraw(self.figure):
+                    self.figure.data = []
         self.render()
 
     def close(self) -> None:
@@ -320,7 +322,7 @@ class Dashboard(FindFastest, ProfileAction):
         latest = self.state.latest
         hint = present.live_hint(latest)
         key = (len(self.state.runs), latest.status if latest else None, hint if empty else None)
-        with self.figure.batch_update():
+        with redraw(self.figure):
             for new, changed in updates:
                 charts.apply_updates(self.figure, new, changed)
             if updates or key != self._live_key:
@@ -339,7 +341,7 @@ class Dashboard(FindFastest, ProfileAction):
             return
         self._table_key = key
         self.search_table.value = present.search_table_html(search.rows if search else [])
-        with self.comparison_figure.batch_update():
+        with redraw(self.comparison_figure):
             charts.update_comparison(self.comparison_figure, rows)
         self.table.children = self._table_children(rows)
         columns = len(present.TABLE_COLUMNS)

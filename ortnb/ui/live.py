@@ -9,6 +9,7 @@ from transformers import TrainerCallback
 from .. import charts, records
 from ..display import Throttle, warn_text_mode, widget_frontend
 from ..memory import peak_rss_mb
+from .redraw import redraw
 
 
 def engine_of(model) -> str:
@@ -105,7 +106,7 @@ class LiveCallback(TrainerCallback):
 
     def _draw(self) -> None:
         new, changed = self.chart.updates("live", self.records, self._engine)
-        with self.figure.batch_update():
+        with redraw(self.figure):
             charts.apply_updates(self.figure, new, changed)
             if new:
                 charts.set_live_layout(self.figure, 0, empty=False, eval_hint=self._eval_hint(),
