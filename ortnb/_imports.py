@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import importlib.util
+import subprocess
+import sys
 
 from .errors import MissingDependencyError
 
@@ -51,6 +53,24 @@ def is_ort_training_available() -> bool:
 
 def is_deepspeed_available() -> bool:
     return importlib.util.find_spec("deepspeed") is not None
+
+
+def deepspeed_import(timeout: float = 120) -> dict:
+    """{"version", "error"}: DeepSpeed's installed version (None when it is not installed) and why ``import
+    deepspeed`` fails (None when it imports). Imported in a child process: an install can be present and still
+    fail to import (a CUDA mismatch, a missing compiler), importing it takes seconds, and it logs to the console."""
+    if not is_deepspeed_available():
+        return {"version": None, "error": None}
+    version = _version("deepspeed") or "unknown version"
+    try:
+        done = subprocess.run([sys.executable, "-c", "import deepspeed"], capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"version": version, "error": f"import deepspeed took over {timeout:.0f} s"}
+    if done.returncode == 0:
+        return {"version": version, "error": None}
+    last = [line for line in done.stderr.splitlines() if line.strip()]
+    return {"version": version, "error": last[-1].strip()[:300] if last else f"exit status {done.returncode}"}
 
 
 def is_onnx_available() -> bool:

@@ -48,40 +48,12 @@ def _fetch_web_runtime(force: bool) -> int:
     return 0
 
 
-def machine_facts() -> dict:
-    """Versions and capabilities of this machine, as plain data."""
-    import torch
-
-    from .backends import ort_extensions
-    from .hardware import cpu_info
-
-    facts = {
-        "cpu": cpu_info().signature,
-        "python": sys.version.split()[0],
-        "torch": torch.__version__,
-        "cuda": torch.cuda.is_available(),
-        "onnxruntime_training": _imports.ort_training_distribution(),
-        "onnxruntime_version": _imports.ort_version(),
-        "deepspeed": _imports.is_deepspeed_available(),
-    }
-    if facts["onnxruntime_training"]:
-        built = ort_extensions.built_extension()
-        facts["ort_extension"] = str(built) if built else "not built (run `ortnb setup`, or it builds on first use)"
-    from .edge import web_runtime
-
-    facts["onnxruntime_web"] = (f"{web_runtime.VERSION} in {web_runtime.folder()}" if not web_runtime.missing()
-                                else f"not fetched (`{web_runtime.FETCH_COMMAND}`; `ortnb edge web` needs it)")
-    return facts
-
-
 def cmd_info(options: argparse.Namespace) -> int:
-    facts = machine_facts()
-    if options.json:
-        print(json.dumps(facts, indent=2))
-    else:
-        width = max(map(len, facts))
-        for key, value in facts.items():
-            print(f"{key:<{width}}  {value}")
+    """Versions and what this machine can run (engines, precisions, DeepSpeed, Chromium, ONNX Runtime Web)."""
+    from . import info
+
+    found = info.facts()
+    print(json.dumps(found, indent=2) if options.json else "\n".join(info.lines(found)))
     return 0
 
 

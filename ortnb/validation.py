@@ -100,6 +100,19 @@ def choices(cfg: RunConfig, caps: Capabilities | None = None) -> dict[str, dict]
     return table
 
 
+def engine_precisions(caps: Capabilities) -> dict[str, dict[str, str | None]]:
+    """For each engine, each precision -> None where a run can use it on a machine with ``caps``, else why not.
+    The same hardware rules validate() applies (``ortnb info`` prints this table), without a model or data."""
+    table: dict[str, dict[str, str | None]] = {}
+    for backend in BACKENDS:
+        table[backend] = {}
+        for precision in (p.value for p in Precision):
+            problems: list[Problem] = []
+            _check_hardware(RunConfig(backend=backend, precision=precision, optim="adamw_torch"), caps, problems)
+            table[backend][precision] = problems[0].message if problems else None
+    return table
+
+
 def _check_numbers(cfg, caps, problems):
     def need(condition, field, message):
         if not condition:
