@@ -8,6 +8,7 @@ import base64
 import hashlib
 import io
 import json
+import re
 import shutil
 import struct
 import tarfile
@@ -110,6 +111,53 @@ def test_a_weights_file_is_read_as_the_page_writes_it_and_damage_is_named(tmp_pa
         browser_weights.read(weights_file(tmp_path / "short.bin", [1.0, 2.0], "abc", parameters=3))
     with pytest.raises(FileNotFoundError, match="Download weights"):
         browser_weights.read(tmp_path / "absent.bin")
+
+
+def a_stand_in_artifacts_folder(path):
+    """A folder that reads as artifacts by its manifest's name: the arguments are checked before it is read."""
+    path.mkdir()
+    (path / "ortnb-edge.json").write_text("{}")
+    return path
+
+
+def test_to_pytorch_refuses_the_paths_in_load_browser_weights_order_and_names_the_right_call(tmp_path):
+    from ortnb.edge import to_pytorch
+
+    folder = a_stand_in_artifacts_folder(tmp_path / "tiny")
+    downloaded = weights_file(tmp_path / "w.bin", [1.0], "abc")
+    with pytest.raises(ConfigError) as refused:
+        to_pytorch(folder, downloaded)
+    assert str(refused.value) == (
+        f"to_pytorch got its two paths the other way round: the first argument is '{folder}' (an artifacts "
+        f"folder) and artifacts_dir is '{downloaded}' (weights a page downloaded). The first argument is what to "
+        "load (an edge run, a checkpoint, or the weights file a page downloaded), artifacts_dir the artifacts folder "
+        "it was trained from (load_browser_weights takes them in the other order): "
+        f"call to_pytorch('{downloaded}', '{folder}')")
+    with pytest.raises(ConfigError, match=r"artifacts_dir is '.*w\.bin' \(weights a page downloaded\), but "
+                                          r"artifacts_dir must be the artifacts folder .* ortnb-edge\.json"):
+        to_pytorch(weights_file(tmp_path / "other.bin", [1.0], "abc"), downloaded)
+    with pytest.raises(FileNotFoundError, match=r"artifacts_dir is '.*absent' \(nothing there\)"):
+        to_pytorch(tmp_path / "run", tmp_path / "absent")
+
+
+def test_load_browser_weights_refuses_the_paths_in_to_pytorch_order_and_names_the_right_call(tmp_path):
+    from ortnb.edge import load_browser_weights
+
+    folder = a_stand_in_artifacts_folder(tmp_path / "tiny")
+    downloaded = weights_file(tmp_path / "w.bin", [1.0], "abc")
+    with pytest.raises(ConfigError) as refused:
+        load_browser_weights(downloaded, folder)
+    assert str(refused.value) == (
+        f"load_browser_weights got its two paths the other way round: artifacts_dir is '{downloaded}' (weights a "
+        f"page downloaded) and downloaded is '{folder}' (an artifacts folder). The artifacts folder the web bundle "
+        "was made from comes first here, the file the page's 'Download weights' gave second (to_pytorch takes them "
+        f"in the other order): call load_browser_weights('{folder}', '{downloaded}')")
+    with pytest.raises(ConfigError, match=r"downloaded is '.*tiny' \(an artifacts folder\), where the weights file"):
+        load_browser_weights(folder, folder)
+    with pytest.raises(ConfigError, match=r"artifacts_dir is '.*w\.bin' \(weights a page downloaded\), where the "
+                                          r"artifacts folder .* is expected"):
+        load_browser_weights(downloaded, downloaded)
+    assert not list(tmp_path.glob("*.ckpt"))
 
 
 # Below: real artifacts (tiny BERT exported with ONNX Runtime's artifact generation) and the training API.
@@ -264,6 +312,17 @@ def test_weights_from_other_artifacts_are_refused(artifacts, tmp_path):
     size = Manifest.read(artifacts).trainable_parameters
     with pytest.raises(ConfigError, match="trained from other artifacts"):
         load_browser_weights(artifacts, weights_file(tmp_path / "w.bin", np.zeros(size), "another export"))
+
+
+@pytest.mark.slow
+@pytest.mark.ort
+def test_real_artifacts_and_a_download_in_load_browser_weights_order_are_no_untrained_model(artifacts, tmp_path):
+    from ortnb.edge import to_pytorch
+    from ortnb.edge.manifest import Manifest
+
+    downloaded = weights_file(tmp_path / "w.bin", np.zeros(Manifest.read(artifacts).trainable_parameters), "any")
+    with pytest.raises(ConfigError, match=re.escape(f"call to_pytorch('{downloaded}', '{artifacts}')")):
+        to_pytorch(artifacts, downloaded)  # it returned the export's untrained model and ignored the download
 
 
 def test_setup_says_when_the_runtime_cannot_be_fetched(monkeypatch, capsys):

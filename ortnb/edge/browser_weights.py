@@ -67,6 +67,36 @@ def read(path) -> BrowserWeights:
     return BrowserWeights(header, np.frombuffer(body, dtype="<f4").copy())
 
 
+def describe(path: Path) -> str:
+    """What a path given as an argument holds, in words: a message about arguments given the other way round
+    says what it was given, not only what it wanted."""
+    if is_browser_weights(path):
+        return f"{str(path)!r} (weights a page downloaded)"
+    if path.is_file():
+        return f"{str(path)!r} (a file)"
+    if (path / manifest.FILE).is_file():
+        return f"{str(path)!r} (an artifacts folder)"
+    return f"{str(path)!r} ({'a folder' if path.is_dir() else 'nothing there'})"
+
+
+def check_arguments(artifacts_dir, downloaded) -> None:
+    """Refuse the two paths of load_browser_weights the other way round, or of the wrong kind, before anything
+    loads: to_pytorch takes the download first, so its order is easily carried over here."""
+    folder, weights = Path(artifacts_dir).expanduser(), Path(downloaded).expanduser()
+    if folder.is_file() and weights.is_dir():
+        raise ConfigError(f"load_browser_weights got its two paths the other way round: artifacts_dir is "
+                          f"{describe(folder)} and downloaded is {describe(weights)}. The artifacts folder the web "
+                          "bundle was made from comes first here, the file the page's 'Download weights' gave second "
+                          f"(to_pytorch takes them in the other order): call load_browser_weights({str(weights)!r}, "
+                          f"{str(folder)!r})")
+    if weights.is_dir():
+        raise ConfigError(f"downloaded is {describe(weights)}, where the weights file the page's 'Download weights' "
+                          "gave (ortnb-weights-step-N.bin) is expected: pass that file")
+    if folder.is_file():
+        raise ConfigError(f"artifacts_dir is {describe(folder)}, where the artifacts folder the web bundle was made "
+                          f"from (the one holding {manifest.FILE}) is expected: pass that folder")
+
+
 def load_browser_weights(artifacts_dir, downloaded, out=None) -> Path:
     """Put the weights a page trained (the file its 'Download weights' gives) into an edge checkpoint of the
     artifacts in ``artifacts_dir``; returns its path (default: beside the download, ``<name>.ckpt``).
@@ -74,6 +104,7 @@ def load_browser_weights(artifacts_dir, downloaded, out=None) -> Path:
     The checkpoint resumes with ``ortnb.edge.train(..., resume_from=path)`` and loads into PyTorch with
     ``ortnb.edge.to_pytorch(path, artifacts_dir)`` (or pass the downloaded file there directly). The browser's
     optimizer moments are not in the download: a resumed run starts them again."""
+    check_arguments(artifacts_dir, downloaded)
     from onnxruntime import OrtValue
     from onnxruntime.training import api
 

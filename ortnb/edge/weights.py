@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import ConfigError
 from . import browser_weights, loop, manifest
 
 
@@ -11,6 +12,8 @@ def to_pytorch(run_or_checkpoint, artifacts_dir=None):
     """The source model's architecture (from the artifacts' config.json) with every weight the checkpoint
     holds: an EdgeRun, an edge run folder, a checkpoint file, an artifacts folder (untrained weights) or the
     weights file a web bundle's page downloads (with ``artifacts_dir``, the artifacts the bundle was made from)."""
+    source = Path(getattr(run_or_checkpoint, "run_dir", run_or_checkpoint)).expanduser()
+    _check_artifacts_dir(source, artifacts_dir)
     import tempfile
 
     import numpy as np
@@ -18,7 +21,6 @@ def to_pytorch(run_or_checkpoint, artifacts_dir=None):
     from onnxruntime.training.api import CheckpointState
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
-    source = Path(getattr(run_or_checkpoint, "run_dir", run_or_checkpoint))
     if browser_weights.is_browser_weights(source):
         if artifacts_dir is None:
             raise ValueError(f"{source} holds weights trained in a browser: pass artifacts_dir, the artifacts "
@@ -43,6 +45,28 @@ def to_pytorch(run_or_checkpoint, artifacts_dir=None):
         for name in stored:
             names[name].copy_(torch.from_numpy(np.array(state.parameters[name].data)))
     return model.eval()
+
+
+def _check_artifacts_dir(source: Path, artifacts_dir) -> None:
+    """Refuse an artifacts_dir that is no artifacts folder before anything loads. Given in load_browser_weights'
+    order, to_pytorch(artifacts_dir, downloaded) would otherwise load the artifacts' own untrained weights, since
+    an artifacts folder as the first argument is a valid source, and never look at the download."""
+    if artifacts_dir is None:
+        return
+    folder = Path(artifacts_dir).expanduser()
+    if (folder / manifest.FILE).is_file():
+        return
+    given = f"the first argument is {browser_weights.describe(source)} and artifacts_dir is " \
+            f"{browser_weights.describe(folder)}"
+    if (source / manifest.FILE).is_file():
+        raise ConfigError(f"to_pytorch got its two paths the other way round: {given}. The first argument is what to "
+                          "load (an edge run, a checkpoint, or the weights file a page downloaded), artifacts_dir the "
+                          "artifacts folder it was trained from (load_browser_weights takes them in the other "
+                          f"order): call to_pytorch({str(folder)!r}, {str(source)!r})")
+    error = ConfigError if folder.exists() else FileNotFoundError
+    raise error(f"to_pytorch: {given}, but artifacts_dir must be the artifacts folder the weights were trained "
+                f"from (the one holding {manifest.FILE}): pass that folder, or leave artifacts_dir out for an "
+                "edge run, which names its own")
 
 
 def _locate(source: Path, artifacts_dir) -> tuple[Path, Path]:
