@@ -123,10 +123,11 @@ def _check_numbers(cfg, caps, problems):
     if _is_int(cfg.num_processes) and cfg.num_processes > caps.cpu_cores and not caps.cuda:
         problems.append(Problem("num_processes", f"{cfg.num_processes} processes on {caps.cpu_cores} CPU cores would "
                                                  f"fight for cores; use at most {caps.cpu_cores}."))
-    need(_is_int(cfg.batch_size) and cfg.batch_size >= 1, "batch_size", f"must be >= 1, got {cfg.batch_size!r}.")
-    need(_is_int(cfg.seq_len) and 8 <= cfg.seq_len <= 8192, "seq_len", f"must be 8 to 8192 tokens, got {cfg.seq_len!r}.")
-    need(cfg.max_steps is None or (_is_int(cfg.max_steps) and cfg.max_steps >= 1), "max_steps",
-         f"must be >= 1 or None, got {cfg.max_steps!r}.")
+    for name, low, high, unit in (("batch_size", 1, None, ""), ("seq_len", 8, 8192, " tokens"),
+                                  ("max_steps", 1, None, "")):
+        wrong = _out_of_range(getattr(cfg, name), low, high, unit)
+        if wrong and not (name == "max_steps" and cfg.max_steps is None):  # None: 60 steps, or what epochs takes
+            problems.append(Problem(name, wrong))
     need(cfg.epochs is None or (_is_number(cfg.epochs) and 0 < cfg.epochs <= 10_000), "epochs",
          f"must be a number of passes over the data above 0 (1, 2.5), or None, got {cfg.epochs!r}.")
     if cfg.epochs is not None and cfg.max_steps is not None:
@@ -147,6 +148,19 @@ def _check_numbers(cfg, caps, problems):
     need(stall is None or (isinstance(stall, (int, float)) and not isinstance(stall, bool) and math.isfinite(stall)
                            and stall > 0), "stall_timeout_s",
          f"must be None (10 median step times, at least 60 s) or a number of seconds > 0, got {stall!r}.")
+
+
+def _out_of_range(value, low: int, high: int | None = None, unit: str = "") -> str | None:
+    """Why ``value`` is no whole number from ``low`` to ``high`` (None when it is one), naming the value and what
+    to use instead: "0 is below 1; use 1 or more." (the form shows what was typed, never a silently clamped value)."""
+    allowed = f"{low} to {high}{unit}" if high is not None else f"{low} or more"
+    if not _is_int(value):
+        return f"must be a whole number, {allowed}, got {value!r}."
+    if value < low:
+        return f"{value} is below {low}; use {allowed}."
+    if high is not None and value > high:
+        return f"{value} is above {high}; use {allowed}."
+    return None
 
 
 def _check_evaluation_numbers(cfg, problems):

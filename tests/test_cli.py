@@ -103,7 +103,7 @@ def test_run_refused_by_validate_lists_every_problem_and_starts_nothing(tmp_path
     assert cli.main(["run", path]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.startswith("ortnb run: 2 problems:")
-    assert "- batch_size: must be >= 1, got 0." in err and "- output_dir: must be a folder path" in err
+    assert "- batch_size: 0 is below 1; use 1 or more." in err and "- output_dir: must be a folder path" in err
 
 
 def test_the_command_exits_2_without_a_traceback(tmp_path):

@@ -76,6 +76,54 @@ def test_form_messages_use_the_forms_words():
         "a budget of 5 s is too small; give budget (s) >= 40")  # as the Find-fastest field says it
 
 
+def test_a_number_out_of_range_is_kept_as_typed_and_named_in_the_forms_words():
+    from ortnb.validation import validate
+
+    from .test_validate import CPU
+
+    base = RunConfig(model="tiny-bert", backend="eager")
+    values = form.form_values(base)
+    assert (values["batch_size"], values["seq_len"]) == ("16", "128")  # typed fields, as the form shows them
+    reading = form.read_form({**values, "batch_size": "0", "seq_len": "5"}, base)
+    assert (reading.config.batch_size, reading.config.seq_len) == (0, 5) and reading.problems == []  # not 1 and 8
+    assert form.problem_lines(validate(reading.config, CPU)) == [
+        "batch size: 0 is below 1; use 1 or more.", "sequence length: 5 is below 8; use 8 to 8192 tokens."]
+    reading = form.read_form({**values, "batch_size": "1.5", "seq_len": ""}, base)
+    assert form.problem_lines(reading.problems) == ["batch size: '1.5' is not a whole number; type one such as 16.",
+                                                    "sequence length: is empty; type a value such as 128."]
+    assert (reading.config.batch_size, reading.config.seq_len) == (16, 128)  # the base's until the fields read
+
+
+def test_the_forms_problems_say_blank_where_the_config_says_none():
+    from ortnb.validation import validate
+
+    from .test_validate import CPU
+
+    base = RunConfig(model="tiny-bert", backend="eager")
+    values = form.form_values(base)
+
+    def lines(**typed):
+        reading = form.read_form({**values, **typed}, base)
+        return form.problem_lines([*reading.problems, *validate(reading.config, CPU)])
+
+    assert lines(threads="0") == ["threads: must be blank or >= 1, got 0."]
+    assert lines(eval_every="0") == ["evaluate every: must be a number of steps >= 1, or blank for five evaluations "
+                                     "spread over the run, got 0."]
+    assert lines(early_stopping_patience="0") == ["early stopping: must be a number of evaluations >= 1, or blank, "
+                                                  "got 0."]
+    assert lines(eval_samples="-1") == ["held-out rows: must be a whole number >= 1 or blank, got -1."]
+    assert lines(eval_dataset="rotten_tomatoes") == [
+        "held-out data: rotten_tomatoes is a built-in training set; leave held-out data blank to use its own "
+        "held-out split, or pass a file."]
+    assert lines(report_to="none") == ["report to: report to='none': name the trackers (tensorboard, mlflow, wandb), "
+                                       "or blank for none."]
+    reading = form.read_form({**values, "threads": "0"}, base)
+    assert form.problems_by_control(validate(reading.config, CPU), {"threads"}) == {
+        "threads": ["must be blank or >= 1, got 0."]}
+    assert "None" not in form.problems_html(validate(reading.config, CPU))
+    assert form.humanize("TypeError: got None") == "TypeError: got None"  # a run's own error keeps Python's word
+
+
 # -- uploads -------------------------------------------------------------------------------------
 
 
@@ -259,6 +307,22 @@ def test_run_brings_the_live_tab_forward_and_a_dataset_argument_fills_the_form(m
         assert started[0].dataset == str(data)
     finally:
         board.close()
+
+
+def test_the_form_never_changes_a_number_silently(dashboard):
+    panel = dashboard.panel
+    panel.controls["batch_size"].value = "0"
+    assert panel.config.batch_size == 0  # a bounded box made it 1 without a word
+    assert panel.field_problems["batch_size"].value == (
+        "<div class='ortnb-field-problem'>0 is below 1; use 1 or more.</div>")
+    assert dashboard.buttons["Run"].disabled
+    assert dashboard.run() is None and "batch size: 0 is below 1; use 1 or more." in dashboard.status.value
+    too_many = max(2, panel.controls["num_processes"].max) + 2
+    panel.set_config(RunConfig(model="tiny-bert", batch_size=0, seq_len=5, num_processes=too_many))
+    config = panel.config
+    assert (config.batch_size, config.seq_len, config.num_processes) == (0, 5, too_many)  # shown as given
+    assert "5 is below 8; use 8 to 8192 tokens." in panel.field_problems["seq_len"].value
+    assert dashboard.buttons["Run"].disabled
 
 
 def test_a_typing_slip_in_the_form_keeps_run_disabled_and_says_where(dashboard):

@@ -1,9 +1,10 @@
 """The config form's logic, without widgets: values <-> RunConfig, the form's words, and what this
 machine cannot run (pure, tested exactly).
 
-What the form shows is text where a person types (model, dataset, learning rate, how long to train, the
-evaluation settings and the rest of RunConfig under "more settings"), so a value is read exactly as typed
-(5e-5 runs as 5e-05) and a typing slip is a problem under its field, in the form's words, never a crash.
+What the form shows is text where a person types (model, dataset, batch size, sequence length, learning rate,
+how long to train, the evaluation settings and the rest of RunConfig under "more settings"), so a value is read
+exactly as typed (5e-5 runs as 5e-05; a batch size of 0 stays 0, never clamped to 1) and a typing slip or a value
+out of range is a problem under its field, in the form's words ("blank", not None), never a crash.
 """
 
 from __future__ import annotations
@@ -48,16 +49,17 @@ CONTROL_LABELS = {"model": "model", "dataset": "dataset", "backend": "engine", "
 # The control that shows a field's problems (validate() names RunConfig fields).
 CONTROL_OF = {"zero_stage": "zero1", "max_steps": "length", "epochs": "length"}
 # Typed fields: how the text is read. "?" means blank is None (the field's automatic choice).
-TEXT_KINDS = {"model": "text", "dataset": "text", "learning_rate": "float", "eval_every": "int?",
-              "early_stopping_patience": "int?", "warmup_steps": "int", "seed": "int", "eval_dataset": "text?",
-              "eval_fraction": "float", "eval_samples": "int?", "target": "float?", "threads": "int?",
-              "report_to": "list?", "name": "text?", "output_dir": "text"}
+# Batch size and sequence length are typed too: a bounded number box would clamp 0 to 1 without a word.
+TEXT_KINDS = {"model": "text", "dataset": "text", "batch_size": "int", "seq_len": "int", "learning_rate": "float",
+              "eval_every": "int?", "early_stopping_patience": "int?", "warmup_steps": "int", "seed": "int",
+              "eval_dataset": "text?", "eval_fraction": "float", "eval_samples": "int?", "target": "float?",
+              "threads": "int?", "report_to": "list?", "name": "text?", "output_dir": "text"}
 # What a blank typed field means, shown in it as a placeholder.
 BLANK_MEANS = {"eval_every": "auto: five evaluations over the run", "early_stopping_patience": "never stop early",
                "eval_dataset": "the dataset's own held-out rows", "eval_samples": "all held-out rows",
                "target": "none: train every step", "threads": "auto", "report_to": "none (tensorboard, mlflow, wandb)",
                "name": "from the settings"}
-EXAMPLES = {"learning_rate": "5e-5", "eval_fraction": "0.1", "target": "0.85"}
+EXAMPLES = {"learning_rate": "5e-5", "eval_fraction": "0.1", "target": "0.85", "batch_size": "16", "seq_len": "128"}
 EVAL_FIELDS = ("eval_every", "metric", "early_stopping_patience", "target")  # moot without evaluation
 ZERO1_TEXT = "ZeRO-1: shard optimizer state across processes (DeepSpeed)"
 
@@ -89,7 +91,7 @@ def parse(name: str, text: str) -> tuple[object, str | None]:
         try:
             return int(text.replace(",", "").replace("_", "")), None
         except ValueError:
-            return None, f"{text!r} is not a whole number; type one such as 10" + (
+            return None, f"{text!r} is not a whole number; type one such as {EXAMPLES.get(name, '10')}" + (
                 " or leave it blank" if kind.endswith("?") else "") + "."
     if base == "float":
         try:
@@ -275,9 +277,16 @@ def humanize(text: str) -> str:
     return _FIELD_NAMES.sub(lambda m: CONTROL_LABELS[m.group(1)], text)
 
 
+def problem_words(message: str) -> str:
+    """A problem of the form's settings in its words: humanize, and "blank" for None (a typed field left empty is
+    None; "threads: must be None or >= 1" asks for something no one can type). Only for problems of the form:
+    a run's own error may mean Python's None."""
+    return re.sub(r"\bNone\b", "blank", humanize(message))
+
+
 def problem_lines(problems: list[Problem]) -> list[str]:
     """validate()'s problems in the form's words: "precision: bf16 with ONNX Runtime needs ..."."""
-    return [f"{CONTROL_LABELS.get(p.field, p.field)}: {humanize(p.message)}" for p in problems]
+    return [f"{CONTROL_LABELS.get(p.field, p.field)}: {problem_words(p.message)}" for p in problems]
 
 
 def problems_html(problems: list[Problem]) -> str:
@@ -285,7 +294,7 @@ def problems_html(problems: list[Problem]) -> str:
     if not problems:
         return "<span class='ortnb-ready' style='color:#00703c'>&#10003; ready to run on this machine</span>"
     items = "".join(f"<li><b>{html.escape(CONTROL_LABELS.get(p.field, p.field))}</b>: "
-                    f"{html.escape(humanize(p.message))}</li>" for p in problems)
+                    f"{html.escape(problem_words(p.message))}</li>" for p in problems)
     return f"<div class='ortnb-problems' style='color:#b00020'>This run cannot start here:<ul>{items}</ul></div>"
 
 
@@ -296,7 +305,7 @@ def problems_by_control(problems: list[Problem], controls) -> dict[str, list[str
     for problem in problems:
         control = CONTROL_OF.get(problem.field, problem.field)
         if control in controls:
-            found.setdefault(control, []).append(humanize(problem.message))
+            found.setdefault(control, []).append(problem_words(problem.message))
     return found
 
 

@@ -59,8 +59,8 @@ class ConfigPanel:
             "precision": w.ToggleButtons(options=form.option_pairs("precision"), style=toggles),
             "zero1": w.Checkbox(indent=False, layout=w.Layout(width="auto")),
             "num_processes": w.IntSlider(min=1, max=max(2, caps.cpu_cores), layout=full),
-            "batch_size": w.BoundedIntText(min=1, max=4096, layout=full),
-            "seq_len": w.BoundedIntText(min=8, max=8192, layout=full),
+            "batch_size": typed("batch_size"),  # typed, not a bounded box: that turned 0 into 1 without a word
+            "seq_len": typed("seq_len"),
             "padding": w.ToggleButtons(options=form.option_pairs("padding"), style=toggles),
             "length_grouping": w.Checkbox(indent=False, layout=w.Layout(width="auto")),
             "length": typed("length", layout=w.Layout(width="110px")),
@@ -144,6 +144,8 @@ class ConfigPanel:
                 control = self.controls[name]
                 if name in ("model", "dataset") and value not in control.options:
                     control.options = [*control.options, value]
+                if name == "num_processes":
+                    _hold(control, value)
                 control.value = value
         finally:
             self._setting = False
@@ -243,6 +245,13 @@ class ConfigPanel:
 
     def __repr__(self) -> str:
         return f"ConfigPanel({self.config.label!r})"
+
+
+def _hold(slider, value) -> None:
+    """Widen ``slider`` to hold ``value``: a slider clamps a value outside its range without a word (4 processes
+    would show as 2); shown as given, validate() says under the field why it cannot run here."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        slider.min, slider.max = min(slider.min, value), max(slider.max, value)
 
 
 def _safe_notes(config: RunConfig) -> list[str]:
