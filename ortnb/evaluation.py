@@ -149,21 +149,30 @@ def target_problem(metric: str, target) -> str | None:
 
 @dataclass
 class BestTracker:
-    """The best evaluation so far and how many evaluations since have not improved on it."""
+    """The best evaluation so far and how many evaluations since have not improved on it.
+
+    Ties on the metric are broken by the held-out loss: accuracy 0.900 at steps 16, 24, 32 and 40 while the
+    loss fell 0.744 -> 0.405 makes step 40 the best (the same predictions, held with more confidence), so the
+    weights kept in best/ are those whose loss the card shows."""
 
     metric: str
     patience: int | None = None
     best_value: float | None = None
     best_step: int | None = None
+    best_loss: float | None = None
     since_best: int = 0
 
-    def update(self, step: int, value: float | None) -> bool:
-        """Record one evaluation; returns whether it is a new best."""
-        if is_better(self.metric, value, self.best_value):
-            self.best_value, self.best_step, self.since_best = value, step, 0
+    def update(self, step: int, value: float | None, loss: float | None = None) -> bool:
+        """Record one evaluation (its metric's value and its held-out loss); returns whether it is a new best."""
+        if is_better(self.metric, value, self.best_value) or self._ties_with_lower_loss(value, loss):
+            self.best_value, self.best_step, self.best_loss, self.since_best = value, step, loss, 0
             return True
         self.since_best += 1
         return False
+
+    def _ties_with_lower_loss(self, value: float | None, loss: float | None) -> bool:
+        return (self.metric != "loss" and value is not None and value == self.best_value
+                and is_better("loss", loss, self.best_loss))
 
     @property
     def should_stop(self) -> bool:

@@ -107,11 +107,16 @@ def current_phase(records: list[dict]) -> str | None:
     return phases[-1].get("phase") if phases else None
 
 
+EVAL_BEFORE_STEP_1 = "evaluation before step 1"
+BEFORE_TRAINING = ("loading model", "tokenizing", "tokenizing (cached)")  # phases that are not the first step's
+
+
 def startup_phases(records: list[dict]) -> dict[str, float]:
     """Seconds of each phase before the first step ended, in the order the worker began them: from one phase
     event to the next, the last ("first step") ending when the first step was recorded. Empty until then.
     A phase the worker began twice (none does today) adds up. Where the data event says the tokenized
-    rows came from the cache, "tokenizing" reads "tokenizing (cached)"."""
+    rows came from the cache, "tokenizing" reads "tokenizing (cached)". The evaluation before step 1 (a run
+    that evaluates while training starts with one) is named apart, taken out of the phase it fell in."""
     first = next(iter(steps(records)), None)
     phases = [e for e in events(records, "phase") if e.get("time") is not None]
     if first is None or not phases or first.get("wall_time") is None:
@@ -124,7 +129,34 @@ def startup_phases(records: list[dict]) -> dict[str, float]:
         if name == "tokenizing" and data.get("cached"):
             name = "tokenizing (cached)"
         found[name] = found.get(name, 0.0) + max(0.0, end - event["time"])
-    return found
+    return _evaluation_apart(found, phases, ends, records)
+
+
+def _evaluation_apart(found: dict[str, float], phases: list[dict], ends: list[float], records) -> dict[str, float]:
+    """``found`` with the step-0 evaluation's seconds moved out of the phase whose span holds it, to its own entry
+    just before that phase."""
+    before = next((e for e in evaluations(records) if e.get("step") == 0
+                   and isinstance(e.get("eval_time_s"), (int, float)) and isinstance(e.get("wall_time"), (int, float))),
+                  None)
+    holder = next((event.get("phase") for event, end in zip(phases, ends)
+                   if before is not None and event["time"] <= before["wall_time"] <= end), None)
+    if holder not in found:
+        return found
+    seconds = min(float(before["eval_time_s"]), found[holder])
+    ordered: dict[str, float] = {}
+    for name, value in found.items():
+        if name == holder:
+            ordered[EVAL_BEFORE_STEP_1] = seconds
+            value -= seconds
+        ordered[name] = value
+    return ordered
+
+
+def first_step_seconds(phases: dict[str, float]) -> float | None:
+    """The first step, one definition for the card, the tables and the start-up line: from the start of training
+    to the end of step 1 (ONNX export and graph build included), the evaluation before step 1 not included."""
+    parts = [value for name, value in phases.items() if name not in BEFORE_TRAINING and name != EVAL_BEFORE_STEP_1]
+    return sum(parts) if parts else None
 
 
 def steps_frame(records: list[dict]):
@@ -164,7 +196,8 @@ def summarize(records: list[dict], warmup_steps: int) -> dict:
         **contention_summary(measured),
         "engine": engine.get("engine"),
         "fallback": engine.get("fallback"),
-        "first_step_s": engine.get("time_to_first_step_s"),
+        # from the phases where the worker wrote them (one definition with the start-up line), else the engine's
+        "first_step_s": first_step_seconds(startup_phases(records)) or engine.get("time_to_first_step_s"),
         "startup_s": startup_phases(records) or None,
         "exports": engine.get("exports"),
         "notes": [e.get("text") for e in events(records, "note") if e.get("text")],
@@ -210,8 +243,9 @@ def best_evaluation(records: list[dict]) -> dict | None:
 
 
 def evaluation_summary(records: list[dict]) -> dict:
-    """The best metric, its step and when it was first reached (s since the run began); the last evaluation's
-    values; whether the run stopped early. Empty without evaluations."""
+    """The best evaluation (ties on the metric go to the lower held-out loss: evaluation.BestTracker): its value,
+    step, held-out loss and when it was reached (s since the run began); the last evaluation's step and values;
+    whether the run stopped early. Empty without evaluations."""
     found = evaluations(records)
     if not found:
         return {}
@@ -221,6 +255,7 @@ def evaluation_summary(records: list[dict]) -> dict:
     value = best.get("eval_loss" if metric == "loss" else metric) if best else None
     return {"metric": metric, "best_value": value, "best_step": best.get("step") if best else None,
             "best_reached_s": _since(best, run_start(records)) if best else None,
+            "best_eval_loss": best.get("eval_loss") if best else None, "last_eval_step": last.get("step"),
             "evaluations": len(found), "eval_loss": last.get("eval_loss"), "accuracy": last.get("accuracy"),
             "f1": last.get("f1"), "perplexity": last.get("perplexity"),
             "early_stopped": bool(final.get("early_stopped")),
@@ -238,13 +273,23 @@ def _target(final: dict, start: float | None) -> dict:
             "target_reached_s": moment - start if reached and start is not None and moment is not None else None}
 
 
-def planned_steps(records: list[dict], max_steps: int | None) -> int:
+def planned_steps(records: list[dict], max_steps: int | None, epochs: float | None = None) -> int | None:
     """The steps a run trains: what its worker planned (started event: from epochs, or max_steps), else the
-    config's max_steps, else the default."""
+    config's max_steps, else the default; None while a run sized by ``epochs`` has not said how many (a
+    4-epoch run of 76 steps read "step 0/60" until then)."""
     from .config import DEFAULT_STEPS
 
     started = next((e for e in events(records, "started") if isinstance(e.get("max_steps"), int)), None)
-    return started["max_steps"] if started else (max_steps or DEFAULT_STEPS)
+    if started:
+        return started["max_steps"]
+    if max_steps:
+        return max_steps
+    return None if epochs else DEFAULT_STEPS
+
+
+def steps_of(total: int | None) -> str:
+    """How a total of steps reads after "step i/": the number, or "?" before an epoch-sized run has counted."""
+    return "?" if total is None else str(total)
 
 
 def contention_summary(measured: list[dict]) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 import pytest
 import torch
@@ -59,6 +60,17 @@ def train_data():
 @pytest.fixture
 def eval_data():
     return classification_dataset(rows=48, seed=1)
+
+
+@pytest.fixture
+def artifacts(request, tmp_path) -> Path:
+    """Where a test keeps what a person should open after the suite (the browser tests' screenshots):
+    ``$ORTNB_ARTIFACTS/<test name>`` where it is set (.ci/run sets it outside the checkout and prints it), else the
+    test's own temporary folder. Never inside the checkout."""
+    root = os.environ.get("ORTNB_ARTIFACTS")
+    folder = Path(root) / request.node.name if root else tmp_path / "artifacts"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 # Tiers (scripts/test.sh --fast runs the pure one): "ort" marks tests that train or export a model in this

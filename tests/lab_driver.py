@@ -123,3 +123,80 @@ def run_cell(page, cell) -> None:
 
 def button(scope, text: str):
     return scope.locator("button").filter(has_text=re.compile(rf"^\s*{re.escape(text)}\s*$"))
+
+
+# -- what the page shows ------------------------------------------------------------------------
+
+# The Dashboard's live grid as plotly.js drew it: every axis's drawn range, every trace's drawn values and how
+# many markers it drew, and the annotations on screen. Read from the page's plot (``_fullLayout`` and
+# ``_fullData``, plotly.js's own record of what it drew, and the SVG), never from the kernel.
+_LIVE_VIEW_JS = """() => {
+    const plot = [...document.querySelectorAll('.ortnb-dashboard .js-plotly-plot')]
+        .find((p) => p._fullLayout && p._fullLayout.xaxis5);
+    if (!plot) return null;
+    const layout = plot._fullLayout;
+    const axes = {};
+    for (const key of Object.keys(layout)) {
+        if (/^[xy]axis\\d*$/.test(key)) axes[key] = {range: [...layout[key].range], autorange: layout[key].autorange};
+    }
+    const drawn = [...plot.querySelectorAll('.scatterlayer .trace')].map((t) => t.querySelectorAll('.points path').length);
+    const traces = plot._fullData.map((t, i) => ({name: t.name, xaxis: t.xaxis, yaxis: t.yaxis,
+        x: t.x ? [...t.x] : [], y: t.y ? [...t.y] : [], drawn: drawn[i]}));
+    const annotations = [...plot.querySelectorAll('.infolayer .annotation')]
+        .map((a) => a.textContent.trim()).filter((text) => text);
+    return {axes, traces, annotations};
+}"""
+
+
+def live_view(page) -> dict | None:
+    """The live grid as the page draws it (see _LIVE_VIEW_JS), or None while it is not on the page."""
+    return page.evaluate(_LIVE_VIEW_JS)
+
+
+# Texts the live grid shows only while it has no step to draw, and while its held-out panel has no evaluation.
+EMPTY_STATE_TEXTS = ("Press Run", "the charts start at the first step", "before its first step")
+EMPTY_HELD_OUT_TEXTS = ("appears here at each evaluation", "Evaluation while training shows")
+
+
+def _axis_names(trace: dict) -> tuple[str, str]:
+    """plotly names a trace's axes "x2"/"y2"; the layout holds them as "xaxis2"/"yaxis2"."""
+    return "xaxis" + trace["xaxis"][1:], "yaxis" + trace["yaxis"][1:]
+
+
+def live_view_problems(view: dict | None, records: list[dict], complete: bool, label: str | None = None) -> list[str]:
+    """What the drawn live grid gets wrong against the run's records (metrics.jsonl), in words; [] when it is
+    right. Each panel's drawn range holds its data; a trace draws a marker per value; the samples/s trace
+    holds the steps recorded (all of them when ``complete``, else the first ones: the page may trail the file
+    by a redraw); the held-out panel holds one point per evaluation; no empty-state hint over data. ``label``:
+    check that run's traces (the legend names a run "label [engine]")."""
+    if view is None:
+        return ["the live grid is not on the page"]
+    problems = []
+    for trace in view["traces"]:
+        x_axis, y_axis = _axis_names(trace)
+        for axis, values in ((x_axis, trace["x"]), (y_axis, trace["y"])):
+            low, high = sorted(view["axes"][axis]["range"])
+            numbers = [v for v in values if isinstance(v, (int, float))]
+            if numbers and (min(numbers) < low or max(numbers) > high):
+                problems.append(f"{trace['name']}: values {min(numbers):g}..{max(numbers):g} outside {axis}'s drawn "
+                                f"range {low:g}..{high:g}")
+        if trace["drawn"] != len(trace["x"]):
+            problems.append(f"{trace['name']}: {len(trace['x'])} values but {trace['drawn']} markers drawn")
+    steps = [r["step"] for r in records if r.get("kind", "step") == "step" and "step" in r]
+    evaluations = [r["step"] for r in records if r.get("event") == "eval"]
+    mine = [t for t in view["traces"] if label is None or t["name"].startswith(f"{label} [")]
+    by_axes = {(t["xaxis"], t["yaxis"]): t for t in mine if not t["name"].endswith(" rank1")}
+    speed, held_out = by_axes.get(("x", "y")), by_axes.get(("x5", "y5"))
+    for name, trace, wanted in (("samples/s", speed, steps), ("held-out", held_out, evaluations)):
+        drawn = trace["x"] if trace else []
+        if complete and drawn != wanted:
+            problems.append(f"{name} panel: drew steps {drawn}, the run recorded {wanted}")
+        elif not complete and drawn != wanted[:len(drawn)]:
+            problems.append(f"{name} panel: drew steps {drawn}, not the first of the recorded {wanted}")
+    if steps and not (speed and speed["x"]) and complete:
+        problems.append("samples/s panel: no points although steps were recorded")
+    for hints, trace in ((EMPTY_STATE_TEXTS, speed), (EMPTY_HELD_OUT_TEXTS, held_out)):
+        stale = [text for text in view["annotations"] if any(hint in text for hint in hints)]
+        if stale and trace and trace["x"]:
+            problems.append(f"empty-state hint over data: {stale}")
+    return problems

@@ -12,13 +12,14 @@ scripts/dashboard_screenshot.py.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import pytest
 
-from .lab_driver import (CHROMIUM, browser_page, button, jupyterlab, open_notebook, require_chromium, run_cell,
-                         write_notebook)
+from .lab_driver import (CHROMIUM, browser_page, button, jupyterlab, live_view, live_view_problems, open_notebook,
+                         require_chromium, run_cell, write_notebook)
 
 pytestmark = pytest.mark.browser
 STEPS = 12
@@ -101,6 +102,58 @@ def plot_with_trace(page, name: str) -> list[dict]:
     }""", name)
 
 
+def newest_run(runs: Path):
+    import ortnb
+
+    folders = sorted((p for p in runs.iterdir() if (p / "config.json").exists()), key=lambda p: p.stat().st_mtime)
+    return ortnb.attach(folders[-1])
+
+
+def assert_page_shows_run(page, run, shots: Path, moment: str, complete: bool, settle_s: float = 15.0) -> dict:
+    """The live grid as the page drew it agrees with the run's metrics.jsonl at this moment (see
+    lab_driver.live_view_problems); waits up to ``settle_s`` for the page to catch up with the file (it redraws at
+    most twice a second). A screenshot and the page's reading are kept for a person: ``moment``.png / .json."""
+    deadline = time.monotonic() + settle_s
+    while True:
+        view, records = live_view(page), run.records()
+        problems = live_view_problems(view, records, complete)
+        speed = next((t for t in (view or {}).get("traces", []) if (t["xaxis"], t["yaxis"]) == ("x", "y")), None)
+        if not complete and not (speed and speed["x"]):
+            problems.append("the samples/s panel shows no step yet")
+        if not problems or time.monotonic() > deadline:
+            break
+        page.wait_for_timeout(250)
+    page.screenshot(path=str(shots / f"{moment}.png"))
+    (shots / f"{moment}.json").write_text(json.dumps({"problems": problems, "page": view,
+                                                       "steps_recorded": len(run.records())}, indent=1))
+    assert not problems, f"{moment}: the page shows something else than the run recorded: {problems}"
+    return view
+
+
+def card_items(page) -> dict[str, str]:
+    """The summary card as a person reads it: name -> value."""
+    return page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('.ortnb-summary .ortnb-card-item')]
+        .map((item) => [item.querySelector('.ortnb-card-name').textContent.trim(),
+                        item.querySelector('.ortnb-card-value').textContent.trim()]))""")
+
+
+def assert_card_shows_run(page, run) -> None:
+    """The card's figures, read from the page, equal the run's records: the final loss, the best evaluation (ties
+    on accuracy go to the lower held-out loss) with its step and its own loss, the first step."""
+    from ortnb import metrics
+
+    card, records = card_items(page), run.records()
+    steps, evals = metrics.steps(records), metrics.evaluations(records)
+    assert float(card["final loss"]) == pytest.approx(steps[-1]["loss"], abs=6e-5), card
+    best = max(evals, key=lambda e: (e["accuracy"], -e["eval_loss"], -e["step"]))
+    value, _, rest = card["best held-out accuracy"].partition(" at step ")
+    assert float(value) == pytest.approx(best["accuracy"], abs=6e-4) and int(rest.split()[0]) == best["step"], card
+    assert float(card["its held-out loss"]) == pytest.approx(best["eval_loss"], abs=6e-5), card
+    first = metrics.first_step_seconds(metrics.startup_phases(records))
+    assert card["first step"].startswith(f"{first:.1f} s"), card
+    assert f"first step {first:.1f}" in card["start-up"], card
+
+
 def dismiss_notifications(page) -> None:
     """JupyterLab asks about its news feed in a toast that covers the charts' corner."""
     no = button(page, "No")
@@ -108,12 +161,11 @@ def dismiss_notifications(page) -> None:
         no.first.click()
 
 
-def test_dashboard_in_jupyterlab(lab):
+def test_dashboard_in_jupyterlab(lab, artifacts):
     from playwright.sync_api import expect
 
     base, token, folder = lab
-    shots = folder / "screenshots"
-    shots.mkdir()
+    shots = artifacts
     with browser_page(1400, 900) as page:
         try:
             cells = open_notebook(page, base, token, "dashboard.ipynb")
@@ -147,7 +199,9 @@ def test_dashboard_in_jupyterlab(lab):
                 if number == 2:  # pressed on the Try it tab: Run brings the Live tab forward
                     expect(page.locator(".ortnb-dashboard .lm-TabBar-tab.lm-mod-current")).to_contain_text("Live")
                 expect(progress).to_contain_text("ETA", timeout=240_000)
-                if number == 1:
+                if number == 1:  # the page, read as a person sees it, while the run trains
+                    run = newest_run(folder / "runs")
+                    assert_page_shows_run(page, run, shots, "1a-live-while-training", complete=False)
                     run_cell(page, cells.nth(1))  # the kernel is free while the run trains
                     expect(page.locator(".jp-OutputArea-output", has_text="another cell ran 42")).to_be_visible(
                         timeout=30_000)
@@ -158,6 +212,15 @@ def test_dashboard_in_jupyterlab(lab):
                 expect(button(dashboard, "Run")).to_be_enabled()
                 if number == 1:
                     expect(page.locator(".ortnb-summary")).to_contain_text("best held-out accuracy")
+                    assert_page_shows_run(page, run, shots, "1b-live-completed", complete=True)
+                    assert_card_shows_run(page, run)
+                    # A reload rebuilds every widget from the kernel: the same figures, not "Press Run".
+                    page.keyboard.press("Control+s")
+                    page.wait_for_timeout(1000)
+                    page.reload()
+                    expect(page.locator(".ortnb-summary")).to_contain_text("completed", timeout=60_000)
+                    assert_page_shows_run(page, run, shots, "1c-live-after-reload", complete=True)
+                    assert_card_shows_run(page, run)
                     held_out = [t for t in plot_data(page, 0) if t["name"].endswith("held-out")]
                     assert len(held_out) == 2 and all(len(t["x"]) >= 2 for t in held_out), held_out
                     page.locator(".lm-TabBar-tab", has_text="Try it").click()

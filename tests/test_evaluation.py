@@ -52,6 +52,16 @@ def test_best_tracker_and_patience():
     assert not loss.should_stop  # no patience: never stops
 
 
+def test_a_tie_on_the_metric_goes_to_the_lower_held_out_loss():
+    # the reported case: accuracy 0.9 at steps 16-40 while the held-out loss fell; best/ must be step 40
+    tracker = evaluation.BestTracker("accuracy", patience=3)
+    seen = [(8, 0.767, 0.80), (16, 0.9, 0.744), (24, 0.9, 0.61), (32, 0.9, 0.52), (40, 0.9, 0.405), (48, 0.9, 0.43)]
+    assert [tracker.update(step, value, loss) for step, value, loss in seen] == [True, True, True, True, True, False]
+    assert (tracker.best_step, tracker.best_value, tracker.best_loss, tracker.since_best) == (40, 0.9, 0.405, 1)
+    no_loss = evaluation.BestTracker("accuracy")  # without a loss a tie is no improvement
+    assert [no_loss.update(s, 0.9, None) for s in (1, 2)] == [True, False] and no_loss.best_step == 1
+
+
 def test_perplexity_and_metric_values():
     assert evaluation.perplexity(math.log(20.0)) == pytest.approx(20.0)
     assert evaluation.perplexity(None) is None and evaluation.perplexity(float("nan")) is None
@@ -119,11 +129,20 @@ def test_evaluation_summary_names_the_best_and_when_it_was_reached():
                {"kind": "event", "event": "completed", "time": 241.0, "early_stopped": True}]
     summary = metrics.evaluation_summary(records)
     assert summary == {"metric": "accuracy", "best_value": 0.81, "best_step": 10, "best_reached_s": 72.0,
+                       "best_eval_loss": 0.45, "last_eval_step": 20,
                        "evaluations": 3, "eval_loss": 0.44, "accuracy": 0.80, "f1": None, "perplexity": None,
                        "early_stopped": True, "early_stop": "no better accuracy in 1 evaluations since step 10"}
     frame = metrics.evaluations_frame(records)
     assert frame["wall_s"].tolist() == [1.0, 72.0, 140.0] and frame["step"].tolist() == [0, 10, 20]
     assert metrics.planned_steps(records, None) == 30 and metrics.planned_steps([], None) == 60
+    # a 4-epoch run before its worker counted the steps: unknown, not the 60 of a run without epochs
+    assert metrics.planned_steps([], None, epochs=4) is None and metrics.planned_steps(records, None, epochs=4) == 30
+    from ortnb.ui import present
+    from ortnb.ui.state import DashboardState
+
+    state = DashboardState()
+    state.start("/runs/e", RunConfig(epochs=4), now=0.0)
+    assert present.progress(state.latest, now=20.0).text == "starting processes… · 0:20 elapsed · step 0/?"
     assert metrics.evaluation_summary(records[:1]) == {}
 
 

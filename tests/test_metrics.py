@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
+
 from ortnb import metrics
 from ortnb.runner.stream import MetricsWriter, append_event
 
@@ -125,9 +127,32 @@ def test_start_up_phases_last_from_one_phase_event_to_the_next_and_the_first_ste
     from ortnb.ui import present
 
     assert present.startup_text(summary["startup_s"]) == (
-        "6.2 s: loading model 0.5 · tokenizing 0.1 · starting training 1.4 · ONNX export 1.8 · graph build 0.8 · "
-        "first step 1.8")
-    assert present.startup_text(None) == "–"
+        "6.2 s to the end of step 1: loading model 0.5 · tokenizing 0.1 · first step 5.6")
+    assert summary["first_step_s"] == 5.625  # one definition: the card's first step is the start-up line's
+    assert present.first_step_text(summary["startup_s"], summary["first_step_s"]) == (
+        "5.6 s (starting training 1.4 · ONNX export 1.8 · graph build 0.8 · step 1 1.8)")
+    assert present.startup_text(None) == "–" and present.first_step_text(None, None) == "–"
+
+
+def test_the_evaluation_before_step_1_is_named_apart_from_the_first_step():
+    # the reported card: "first step 27.2 s" beside "start-up 44.3 s: ... first step 41.3" (an evaluation inside)
+    def phase(name, at):
+        return {"kind": "event", "event": "phase", "phase": name, "time": at}
+
+    records = [phase("loading model", 100.0), phase("tokenizing", 102.0), phase("first step", 103.0),
+               {"kind": "event", "event": "eval", "step": 0, "wall_time": 117.0, "eval_time_s": 14.0},
+               {**step(1), "wall_time": 144.3}]
+    phases = metrics.startup_phases(records)
+    assert phases == pytest.approx({"loading model": 2.0, "tokenizing": 1.0, "evaluation before step 1": 14.0,
+                                    "first step": 27.3})
+    assert list(phases) == ["loading model", "tokenizing", "evaluation before step 1", "first step"]
+    summary = metrics.summarize(records, warmup_steps=0)
+    assert summary["first_step_s"] == pytest.approx(27.3)
+    from ortnb.ui import present
+
+    assert present.startup_text(phases) == ("44.3 s to the end of step 1: loading model 2.0 · tokenizing 1.0 · "
+                                            "evaluation before step 1 14.0 · first step 27.3")
+    assert present.first_step_text(phases, summary["first_step_s"]) == "27.3 s"
 
 
 def test_final_event_is_the_last_completed_stopped_or_failed():

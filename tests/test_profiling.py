@@ -55,7 +55,9 @@ def test_the_profile_command_splits_both_engines_steps_into_the_same_categories(
     assert fused["Gelu"]["exported"] == 0 and fused["Gelu"]["forward"] > 0  # ORT's Gelu fusion, from its graphs
     assert "eager + AdamW" not in data["fusions"]
     assert "Gelu: " in printed and "fused in the forward graph, replacing Div, Erf" in printed
-    assert "side by side:" in printed and "in all, a step of ort + AdamW [onnxruntime] takes" in printed
+    assert "side by side:" in printed and "in all: " in printed  # 3 profiled steps are too few for the judge:
+    assert "not conclusive: eager + AdamW [pytorch] has too few measured steps (3, at least 5 needed)" in printed
+    assert [len(data["profiled_steps"][label]["step_ms"]) for label in data["step_ms"]] == [3, 3]
     assert [trace["x"] for trace in stacked_bars(data)][0] == ["eager + AdamW [pytorch]", "ort + AdamW [onnxruntime]"]
 
 
@@ -127,21 +129,80 @@ def test_a_profile_measured_under_load_says_so():
     assert _contention_note({"contended": False}) == [] and _contention_note({}) == []
 
 
+def steps_of(step_ms, **changes):
+    """A configuration's profiled steps as profiles.profiled_steps keeps them: quiet, uncontended, 5 steps."""
+    return {"samples_per_s": 20.0, "samples_per_s_iqr": 2.0, "steps_measured": len(step_ms), "contended": False,
+            "step_ms": step_ms, **changes}
+
+
+def side_by_side(first, second, step_ms, cells, profiled_steps, fusions=None):
+    rows = [{"label": label, "category": name, "ms_per_step": cells[label].get(name, 0.0)}
+            for label in (first, second) for name in CATEGORIES]
+    return {"step_ms": step_ms, "engines": {first: "pytorch", second: "onnxruntime"}, "table": rows,
+            "fusions": fusions or {}, "profiled_steps": profiled_steps}
+
+
 def test_two_profiles_are_set_side_by_side_in_words_with_the_fusion_that_explains_a_gap():
     from ortnb.profiling.views import differences
 
-    def rows(label, ms):
-        return [{"label": label, "category": name, "ms_per_step": ms.get(name, 0.0)} for name in CATEGORIES]
-
-    data = {"step_ms": {"eager": 30.0, "ort": 21.0}, "engines": {"eager": "pytorch", "ort": "onnxruntime"},
-            "table": rows("eager", {"activations": 9.0, "matrix products": 10.0, "optimizer step": 5.0,
-                                    "attention": 1.2}) +
-            rows("ort", {"activations": 2.0, "matrix products": 11.0, "optimizer step": 5.0, "attention": 1.0}),
-            "fusions": {"ort": {"fused": [{"op": "Gelu", "exported": 0, "training": 6, "replaces": "Div, Erf"},
-                                          {"op": "LayerNormalization", "exported": 13, "training": 13,
-                                           "replaces": "ReduceMean"}]}}}
+    data = side_by_side("eager", "ort", {"eager": 30.0, "ort": 21.0},
+                        {"eager": {"activations": 9.0, "matrix products": 10.0, "optimizer step": 5.0, "attention": 1.2},
+                         "ort": {"activations": 2.0, "matrix products": 11.0, "optimizer step": 5.0, "attention": 1.0}},
+                        {"eager": steps_of([29.6, 29.8, 30.0, 30.2, 30.4]),  # p25-p75: 29.7-30.3
+                         "ort": steps_of([20.8, 20.9, 21.0, 21.1, 21.2])},
+                        {"ort": {"fused": [{"op": "Gelu", "exported": 0, "training": 6, "replaces": "Div, Erf"},
+                                           {"op": "LayerNormalization", "exported": 13, "training": 13,
+                                            "replaces": "ReduceMean"}]}})
     assert differences(data, "eager", "ort") == [
         "ort [onnxruntime] spends 7.0 ms less a step in activations than eager [pytorch] (2.0 against 9.0 ms): "
         "its graph runs 6 Gelu kernels, each from Div, Erf",
         "eager [pytorch] spends 1.0 ms less a step in matrix products than ort [onnxruntime] (10.0 against 11.0 ms)",
         "in all, a step of ort [onnxruntime] takes 9.0 ms less (21.0 against 30.0 ms, profiled)"]
+
+
+def the_same_adamw_on_both_engines(eager_steps, ort_steps):
+    """The issue's profile: both engines ran PyTorch's AdamW, 12.1 against 40.6 ms a step in it."""
+    return side_by_side("eager + AdamW", "ort + AdamW", {"eager + AdamW": 400.0, "ort + AdamW": 410.0},
+                        {"eager + AdamW": {"optimizer step": 12.1, "matrix products": 200.0},
+                         "ort + AdamW": {"optimizer step": 40.6, "matrix products": 199.0}},
+                        {"eager + AdamW": eager_steps, "ort + AdamW": ort_steps})
+
+
+def test_a_gap_inside_the_profiled_steps_own_spread_is_said_to_be_noise_not_a_finding():
+    from ortnb.profiling.views import differences, step_noise_ms
+
+    data = the_same_adamw_on_both_engines(steps_of([360.0, 380.0, 400.0, 420.0, 440.0]),  # p25-p75: 370-430
+                                          steps_of([390.0, 400.0, 410.0, 420.0, 430.0]))  # 395-425
+    assert step_noise_ms(data, ["eager + AdamW", "ort + AdamW"]) == 60.0
+    noise = "within this profile's step-to-step noise (its step times spread 60.0 ms between p25 and p75)"
+    assert differences(data, "eager + AdamW", "ort + AdamW") == [
+        "optimizer step: 12.1 vs 40.6 ms a step (eager + AdamW [pytorch] vs ort + AdamW [onnxruntime]), " + noise,
+        "matrix products: 200.0 vs 199.0 ms a step (eager + AdamW [pytorch] vs ort + AdamW [onnxruntime]), " + noise,
+        "in all: 400.0 vs 410.0 ms a step (eager + AdamW [pytorch] vs ort + AdamW [onnxruntime], profiled), " + noise]
+    quieter = the_same_adamw_on_both_engines(steps_of([390.0, 395.0, 400.0, 405.0, 410.0]),  # 392.5-407.5
+                                             steps_of([400.0, 405.0, 410.0, 415.0, 420.0]))
+    assert differences(quieter, "eager + AdamW", "ort + AdamW")[0] == (
+        "eager + AdamW [pytorch] spends 28.5 ms less a step in optimizer step than ort + AdamW [onnxruntime] "
+        "(12.1 against 40.6 ms)")
+
+
+@pytest.mark.parametrize("ort_steps, why", [
+    (steps_of([400.0] * 5, contended=True, contended_share=0.4),
+     "ort + AdamW [onnxruntime] was measured while other processes used the CPU (40% of the CPU)"),
+    (steps_of([400.0] * 3), "ort + AdamW [onnxruntime] has too few measured steps (3, at least 5 needed)"),
+    (steps_of([400.0] * 5, samples_per_s_iqr=4.0), "ort + AdamW [onnxruntime] is noisy (spread 20% of its median, "
+                                                   "over 15%)"),
+    (None, "this profile holds no per-step times of ort + AdamW [onnxruntime] (it was made before ortnb kept them): "
+           "profile again"),
+], ids=["contended", "too few steps", "noisy", "no per-step times"])
+def test_profiles_the_judge_doubts_state_their_differences_as_not_conclusive_with_its_reason(ort_steps, why):
+    from ortnb.profiling.views import differences
+
+    data = the_same_adamw_on_both_engines(steps_of([400.0] * 5), ort_steps)
+    assert differences(data, "eager + AdamW", "ort + AdamW") == [
+        "optimizer step: 12.1 vs 40.6 ms a step (eager + AdamW [pytorch] vs ort + AdamW [onnxruntime]), not "
+        "conclusive: " + why,
+        "matrix products: 200.0 vs 199.0 ms a step (eager + AdamW [pytorch] vs ort + AdamW [onnxruntime]), not "
+        "conclusive: " + why,
+        "in all: 400.0 vs 410.0 ms a step (eager + AdamW [pytorch] vs ort + AdamW [onnxruntime], profiled), not "
+        "conclusive: " + why]

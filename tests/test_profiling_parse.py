@@ -112,6 +112,18 @@ def test_the_unprofiled_step_time_is_the_median_of_the_steps_after_the_window():
     assert unprofiled_ms(records, 8) is None
 
 
+def test_the_profiled_steps_are_kept_as_the_judge_reads_a_run_with_each_step_s_ms():
+    from ortnb.profiling.profiles import profiled_steps
+
+    timed = [(1, 2.0, 4, 0.0), (2, 0.125, 64, 0.0), (3, 0.25, 32, 0.5), (4, 0.125, 64, 0.5), (5, 0.5, 16, 0.5),
+             (6, 0.25, 32, 0.0), (7, 0.0625, 128, 0.0)]  # step 1: warm-up; step 7: after the window
+    records = [{"kind": "step", "step": step, "step_time": time, "samples_per_s": rate, "tokens_per_s": None,
+                "other_cpu": other} for step, time, rate, other in timed]
+    assert profiled_steps(records, warmup=1, steps=5) == {
+        "samples_per_s": 32, "samples_per_s_iqr": 40.0, "tokens_per_s": None, "tokens_per_s_iqr": None,
+        "steps_measured": 5, "contended": True, "contended_share": 0.5, "step_ms": [125.0, 250.0, 125.0, 500.0, 250.0]}
+
+
 @pytest.mark.parametrize("key, shapes, transposed, flops", [
     ("mm", [[16, 384], [384, 1536]], (False, False), 2 * 16 * 384 * 1536),
     ("addmm", [[1536], [16, 384], [384, 1536]], (False, False), 2 * 16 * 384 * 1536),

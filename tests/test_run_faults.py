@@ -237,7 +237,8 @@ def test_the_supervisor_records_a_forced_stop(tmp_path):
     final = ortnb.attach(run_dir).events[-1]
     assert final["event"] == "stopped" and final["forced"] is True and final["step"] == 2
     assert final["reason"] == ("the step in progress did not end within 5 s of the stop request, so the ranks "
-                               "were terminated; no checkpoint was written, so load_model() has nothing to load.")
+                               "were terminated; kept: nothing to load: the run wrote no evaluation's weights, no final "
+                               "model and no whole checkpoint.")
 
 
 def test_a_forced_stop_names_the_last_whole_checkpoint(tmp_path):
@@ -251,8 +252,15 @@ def test_a_forced_stop_names_the_last_whole_checkpoint(tmp_path):
         if whole:
             layout.mark_whole(folder)
     assert control.forced_stop_reason(run_dir).endswith(
-        "within 2.5 s of the stop request, so the ranks were terminated; the last checkpoint is checkpoint-8 "
-        "(load_model() loads it).")
+        "within 2.5 s of the stop request, so the ranks were terminated; kept: checkpoint-8 (the last whole "
+        "checkpoint): load_model(), Try it and export use it; resume from checkpoint-8.")
+    # the reported case: stopped at step 12 with best/ (step 12) there: it is what is loaded, not "nothing"
+    (run_dir / layout.BEST).mkdir()
+    (run_dir / layout.BEST / layout.BEST_MARKER).write_text('{"step": 12, "metric": "accuracy", "value": 0.9}')
+    assert layout.kept_text(run_dir) == ("best/ (step 12, accuracy 0.9): load_model(), Try it and export use it; "
+                                         "resume from checkpoint-8")
+    assert layout.kept_text(tmp_path / "empty") == ("nothing to load: the run wrote no evaluation's weights, no final "
+                                                    "model and no whole checkpoint")
 
 
 def test_the_supervisor_writes_nothing_into_a_deleted_folder(tmp_path):
@@ -321,7 +329,8 @@ def test_a_stop_whose_step_outlasts_the_timeout_is_a_forced_stop(tmp_path, monke
     final = run.events[-1]
     assert final["event"] == "stopped" and final["forced"] is True and run.error is None
     assert final["reason"].startswith("the step in progress did not end within 2 s of the stop request")
-    assert "no checkpoint was written" in final["reason"]
+    # the evaluation before the first step saved best/: the stop says it is what loads, and that nothing resumes
+    assert "kept: best/ (step 0, accuracy" in final["reason"] and "no whole checkpoint to resume from" in final["reason"]
     assert_no_workers_within(run, 30)
     assert not zombies()
 

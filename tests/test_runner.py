@@ -183,3 +183,20 @@ def test_the_shell_runs_the_same_worker(tmp_path):
     tiny(tmp_path, precision="bf16").to_json(bad)
     refused = subprocess.run([sys.executable, "-m", "ortnb", "run", str(bad)], capture_output=True, text=True)
     assert refused.returncode == 2 and "precision: bf16 with backend='ort'" in refused.stderr
+
+
+def test_a_stop_asked_for_during_an_evaluation_ends_the_run_after_it_not_a_step_later(tmp_path):
+    # on a busy machine one more step after the evaluation outlasted stop()'s grace: every such stop was forced
+    from transformers import TrainerControl
+
+    from ortnb.runner import control as run_control
+    from ortnb.runner.callback import RunCallback
+
+    callback = RunCallback(tmp_path, None, samples_per_step=8, token_flops=None, peak_flops=None)
+    carry_on = TrainerControl()
+    callback.on_evaluate(None, None, carry_on)
+    assert not carry_on.should_training_stop and not callback.stopped
+    run_control.request_stop(tmp_path, timeout=30)
+    stop = TrainerControl()
+    callback.on_evaluate(None, None, stop)
+    assert stop.should_training_stop and stop.should_save and callback.stopped

@@ -195,23 +195,26 @@ def test_the_card_names_the_best_held_out_value_its_step_time_target_and_notes()
     state = DashboardState()
     state.start("/runs/a", RunConfig(max_steps=40), now=0.0)
     summary = {"eval_metric": "accuracy", "best_value": 0.8125, "best_step": 20, "best_reached_s": 72.0,
-               "eval_loss": 0.41234, "target": 0.8, "reached_target": True, "target_step": 20, "target_reached_s": 72.0,
+               "best_eval_loss": 0.41234, "last_eval_step": 20, "eval_loss": 0.41234, "target": 0.8, "reached_target": True, "target_step": 20, "target_reached_s": 72.0,
                "notes": ["new 3-class head; the saved 2-class head is not used"], "samples_per_s": None}
     state.observe("/runs/a", status="completed", records=[], now=80.0, summary=summary)
     items = dict(present.summary_items(state.latest))
-    assert items["best held-out accuracy"] == "accuracy 0.812 at step 20 (1:12)"
-    assert items["held-out loss (last)"] == "0.4123" and items["target"] == "reached 0.8 at step 20 (1:12)"
+    assert items["best held-out accuracy"] == "0.812 at step 20 (1:12)"  # not "accuracy accuracy 0.812"
+    assert items["its held-out loss"] == "0.4123" and items["target"] == "reached 0.8 at step 20 (1:12)"
+    assert "last evaluation" not in items  # the best is the last: said once
     assert present.card_notes(state.latest) == ["new 3-class head; the saved 2-class head is not used"]
     assert "new 3-class head" in present.summary_card_html(state.latest)
-    stopped = {"eval_metric": "loss", "best_value": 0.5, "best_step": 10, "early_stopped": True,
-               "early_stop": "no better eval loss in 2 evaluations since step 10", "checkpoint": "/runs/b/checkpoint-30",
+    stopped = {"eval_metric": "loss", "best_value": 0.5, "best_step": 10, "early_stopped": True, "last_eval_step": 30,
+               "eval_loss": 0.55, "early_stop": "no better eval loss in 2 evaluations since step 10",
+               "kept": "best/ (step 10, eval loss 0.5): load_model(), Try it and export use it; resume from checkpoint-30",
                "contended": True, "contended_share": 0.42}
     state.start("/runs/b", RunConfig(max_steps=40), now=100.0)
     state.observe("/runs/b", status="stopped", records=[], now=130.0, summary=stopped)
     items = dict(present.summary_items(state.latest))
-    assert items["best held-out eval loss"] == "eval loss 0.5 at step 10"
+    assert items["best held-out eval loss"] == "0.5 at step 10" and "its held-out loss" not in items
+    assert items["last evaluation"] == "eval loss 0.55 at step 30"  # the best is not the last: both, each named
     assert items["stopped early"] == "no better eval loss in 2 evaluations since step 10"
-    assert items["checkpoint"] == "/runs/b/checkpoint-30"
+    assert items["kept"].startswith("best/ (step 10, eval loss 0.5): load_model(), Try it and export use it")
     assert present.card_notes(state.latest)[0].startswith("measured while other processes used the CPU (42%)")
 
 
@@ -227,6 +230,10 @@ def test_an_mfu_above_the_peak_is_named_as_an_error_not_a_value():
 
 
 def test_confusion_matrix_cells_are_counts_with_their_share_of_the_row():
+    best_then_worse = [{"kind": "event", "event": "eval", "step": 16, "accuracy": 0.9, "best": True},
+                       {"kind": "event", "event": "eval", "step": 40, "accuracy": 0.8, "best": False}]
+    assert quality.tried_evaluation(best_then_worse)["step"] == 16  # the weights best/ holds, not the last's
+    assert quality.tried_evaluation(best_then_worse[1:])["step"] == 40  # nothing marked best: the last
     names = quality.class_names(EVALS, 3)
     assert names == ["neg", "neu", "pos"] and quality.class_names(EVALS, 2) == ["0", "1"]
     data = charts.confusion_data([[8, 2], [0, 0]], ["<neg>", "pos"])

@@ -28,7 +28,8 @@ class Profile:
     """``table``: one row per (configuration, category): label, engine, category, ms_per_step, share of the
     step. ``top_ops``: the longest ops of each, with shapes. ``step_ms``: the profiled ms per step by label;
     ``unprofiled_step_ms``: the same steps' time without the profiler. ``notes``: what a reader must know (a
-    fallback to PyTorch, clocks that disagree)."""
+    fallback to PyTorch, clocks that disagree). ``profiled_steps``: label -> the profiled steps as the judge reads
+    a run's speed (judge.py's summary fields) with each step's ms: what tells a difference from noise."""
 
     table: object
     top_ops: object
@@ -39,6 +40,7 @@ class Profile:
     runs: dict[str, str] = field(default_factory=dict)
     matmul: dict[str, dict] = field(default_factory=dict)  # label -> {gflops, peak_gflops, of_peak}
     fusions: dict[str, dict] = field(default_factory=dict)  # ORT runs: label -> fusions.summary (what ORT fused)
+    profiled_steps: dict[str, dict] = field(default_factory=dict)  # label -> profiled_steps() of its run
 
     def profiler_cost(self, label: str) -> float | None:
         """How much longer a profiled step took than an unprofiled one (0.1: 10% longer)."""
@@ -49,6 +51,7 @@ class Profile:
         return {"table": self.table.to_dict(orient="records"), "top_ops": self.top_ops.to_dict(orient="records"),
                 "step_ms": self.step_ms, "unprofiled_step_ms": self.unprofiled_step_ms, "engines": self.engines,
                 "notes": self.notes, "runs": self.runs, "matmul": self.matmul, "fusions": self.fusions,
+                "profiled_steps": self.profiled_steps,
                 "profiler_cost": {label: self.profiler_cost(label) for label in self.step_ms}}
 
     def save(self, folder: str | Path) -> dict[str, Path]:
@@ -126,7 +129,7 @@ def build(found: dict[str, tuple], warmup: int, steps: int) -> Profile:
     """The Profile of finished runs: label -> (run_dir, records, config)."""
     import pandas as pd
 
-    rows, top, step_ms, plain, engines, notes, folders, matmul, fused = [], [], {}, {}, {}, {}, {}, {}, {}
+    rows, top, step_ms, plain, engines, notes, folders, matmul, fused, judged = [], [], {}, {}, {}, {}, {}, {}, {}, {}
     for label, (run_dir, records, cfg) in found.items():
         recorded = files.read_json_object(Path(run_dir) / collect.PROFILE)
         if recorded is None:
@@ -137,6 +140,7 @@ def build(found: dict[str, tuple], warmup: int, steps: int) -> Profile:
                            transposes=fusions.transposes(Path(run_dir) / "onnx") if recorded.get("ort_traces") else None)
         step_ms[label], engines[label], folders[label], matmul[label] = one["step_ms"], engine, str(run_dir), one["matmul"]
         plain[label] = unprofiled_ms(records, warmup + recorded["steps"])
+        judged[label] = profiled_steps(records, warmup, recorded["steps"])
         notes[label] = one["notes"] + _fallback_note(cfg, engine) + _contention_note(summary)
         if engine == "onnxruntime":
             graphs = fusions.summary(Path(run_dir) / "onnx")
@@ -144,7 +148,8 @@ def build(found: dict[str, tuple], warmup: int, steps: int) -> Profile:
                 fused[label] = graphs
         rows += [{"label": label, "engine": engine, **row} for row in one["rows"]]
         top += [{"label": label, "engine": engine, **row} for row in one["top"]]
-    return Profile(pd.DataFrame(rows), pd.DataFrame(top), step_ms, plain, engines, notes, folders, matmul, fused)
+    return Profile(pd.DataFrame(rows), pd.DataFrame(top), step_ms, plain, engines, notes, folders, matmul, fused,
+                   judged)
 
 
 def breakdown_of(recorded: dict, peak_flops: float | None = None, top_n: int = 10,
@@ -200,6 +205,23 @@ def unprofiled_ms(records: list[dict], after_step: int) -> float | None:
     times = [s["step_time"] * 1000.0 for s in metrics.steps(records) if s.get("step", 0) > after_step
              and isinstance(s.get("step_time"), (int, float)) and math.isfinite(s["step_time"])]
     return stats.median(times) if times else None
+
+
+# What judge.doubt reads of a run's summary (metrics.summarize), kept for the profiled steps alone.
+JUDGED = ("samples_per_s", "samples_per_s_iqr", "tokens_per_s", "tokens_per_s_iqr", "steps_measured", "contended",
+          "contended_share")
+
+
+def profiled_steps(records: list[dict], warmup: int, steps: int) -> dict:
+    """The ``steps`` profiled steps after ``warmup`` as the judge reads a run (metrics.summarize's JUDGED fields:
+    how many, their median speed and its spread, whether other work shared the CPU) and each one's time in ms.
+    The categories' times exist only summed over these steps, so the steps' own spread is the noise a difference
+    between two profiles must stand out of."""
+    window = [r for r in records if r.get("kind") != "step" or r.get("step", 0) <= warmup + steps]
+    summary = metrics.summarize(window, warmup)
+    times = [s["step_time"] * 1000.0 for s in metrics.steps(window) if s.get("step", 0) > warmup
+             and isinstance(s.get("step_time"), (int, float)) and math.isfinite(s["step_time"])]
+    return {**{key: summary.get(key) for key in JUDGED}, "step_ms": times}
 
 
 def _contention_note(summary: dict) -> list[str]:

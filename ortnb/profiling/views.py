@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html as escape
 
+from .. import judge, stats
 from .categories import CATEGORIES
 
 # One colour per category, the same in every view (matrix products, the usual bulk, in the strongest one).
@@ -166,9 +167,13 @@ FUSED_IN = {"activations": ("Gelu", "FastGelu", "BiasGelu", "QuickGelu"),
 def differences(data: dict, first: str, second: str, top: int = 3, least_ms: float = 0.5) -> list[str]:
     """Where two profiled configurations differ most, in words (pure): 'ort + AdamW [onnxruntime] spends 12.3 ms
     less a step in activations than eager + AdamW [pytorch] (2.7 against 15.0 ms): its graph runs 6 Gelu
-    kernels, each fused from Div, Erf, ...'. Categories apart by less than ``least_ms`` are left out."""
+    kernels, each fused from Div, Erf, ...'. A difference is stated so only where the judge (judge.py) finds
+    both configurations' profiled steps enough, quiet and measured on a quiet machine, and it is wider than
+    those steps' spread; else its figures come with why they are no finding. Categories apart by less than
+    ``least_ms`` are left out."""
     cells = {(row["label"], row["category"]): row["ms_per_step"] for row in data["table"]}
     names = {label: bar_label(label, data["engines"][label]) for label in (first, second)}
+    doubt, noise = profile_doubt(data, names), step_noise_ms(data, names)
     gaps = []
     for category in CATEGORIES:
         a, b = cells.get((first, category), 0.0), cells.get((second, category), 0.0)
@@ -176,14 +181,59 @@ def differences(data: dict, first: str, second: str, top: int = 3, least_ms: flo
             gaps.append((abs(a - b), category, a, b))
     lines = []
     for gap, category, a, b in sorted(gaps, reverse=True)[:top]:
-        less, more = (second, first) if b < a else (first, second)
-        words = (f"{names[less]} spends {gap:.1f} ms less a step in {category} than {names[more]} "
-                 f"({min(a, b):.1f} against {max(a, b):.1f} ms)")
-        lines.append(words + _why(data, less, category))
-    total = data["step_ms"][second] - data["step_ms"][first]
-    lines.append(f"in all, a step of {names[second]} takes {abs(total):.1f} ms {'more' if total > 0 else 'less'} "
-                 f"({data['step_ms'][second]:.1f} against {data['step_ms'][first]:.1f} ms, profiled)")
+        if doubt is None and gap > noise:
+            less, more = (second, first) if b < a else (first, second)
+            lines.append(f"{names[less]} spends {gap:.1f} ms less a step in {category} than {names[more]} "
+                         f"({min(a, b):.1f} against {max(a, b):.1f} ms)" + _why(data, less, category))
+        else:
+            lines.append(f"{category}: {a:.1f} vs {b:.1f} ms a step ({names[first]} vs {names[second]})"
+                         + _no_finding(doubt, noise))
+    lines.append(_total_line(data, names, first, second, doubt, noise))
     return lines
+
+
+def profile_doubt(data: dict, names: dict[str, str]) -> str | None:
+    """Why the differences between these configurations' profiles are no finding, in the judge's words (too few
+    profiled steps, noisy, measured while other work used the CPU), or None (pure). ``names``: label -> how
+    the sentence names it."""
+    judged = data.get("profiled_steps") or {}
+    for label, name in names.items():
+        steps = judged.get(label)
+        if not steps:
+            return f"this profile holds no per-step times of {name} (it was made before ortnb kept them): profile again"
+        doubt = judge.doubt(steps, name)
+        if doubt is None and stats.iqr(steps.get("step_ms") or []) is None:
+            doubt = f"{name} has too few timed steps to know their spread"
+        if doubt:
+            return doubt
+    return None
+
+
+def step_noise_ms(data: dict, labels) -> float | None:
+    """How far a step's time moves from step to step in these profiles: the wider of their profiled steps'
+    interquartile ranges, in ms (pure; None where neither has enough steps). A category's time is known only
+    summed over the profiled steps, so its own spread is not; a gap narrower than the steps' spread can be that
+    spread landing in one category."""
+    judged = data.get("profiled_steps") or {}
+    spreads = [stats.iqr((judged.get(label) or {}).get("step_ms") or []) for label in labels]
+    return max((spread for spread in spreads if spread is not None), default=None)
+
+
+def _no_finding(doubt: str | None, noise: float | None) -> str:
+    if doubt:
+        return f", not conclusive: {doubt}"
+    return f", within this profile's step-to-step noise (its step times spread {noise:.1f} ms between p25 and p75)"
+
+
+def _total_line(data: dict, names: dict, first: str, second: str, doubt: str | None, noise: float | None) -> str:
+    """The whole step's difference, under the same rule as the categories' (the profile's step time is the
+    mean of its profiled steps, so their spread is its noise too)."""
+    before, after = data["step_ms"][first], data["step_ms"][second]
+    if doubt is None and abs(after - before) > noise:
+        return (f"in all, a step of {names[second]} takes {abs(after - before):.1f} ms "
+                f"{'more' if after > before else 'less'} ({after:.1f} against {before:.1f} ms, profiled)")
+    return (f"in all: {before:.1f} vs {after:.1f} ms a step ({names[first]} vs {names[second]}, profiled)"
+            + _no_finding(doubt, noise))
 
 
 def _why(data: dict, label: str, category: str) -> str:

@@ -105,6 +105,13 @@ class RunCallback(TrainerCallback):
             layout.mark_whole(Path(args.output_dir) / f"checkpoint-{state.global_step}")
 
     def on_evaluate(self, args, state, control, **kwargs):
+        # A stop asked for during an evaluation ends the run here, with its checkpoint, not after one more step:
+        # on a busy machine a step plus an evaluation outlasted stop()'s grace, so every such stop was forced.
+        # Every rank evaluates, so every rank reaches this collective.
+        if any(r[0] for r in _gather([float((self.run_dir / layout.STOP).exists())])):
+            self.stopped = True
+            control.should_training_stop = True
+            control.should_save = True
         # Evaluation (and saving the best weights) happened between two steps: not training time.
         self._last = time.perf_counter()
         self._busy, self._own = contention.busy_seconds(), contention.own_seconds()

@@ -27,10 +27,8 @@ def forced_stop_reason(run_dir: Path) -> str:
     """What a forced stop did and what it kept, for the ``stopped`` event's ``reason``."""
     timeout = (files.read_json_object(Path(run_dir) / layout.STOP) or {}).get("timeout")
     waited = f"within {timeout:g} s of the stop request" if isinstance(timeout, (int, float)) else "in time"
-    kept = layout.checkpoints(run_dir)
-    checkpoint = (f"the last checkpoint is {kept[-1].name} (load_model() loads it)" if kept
-                  else "no checkpoint was written, so load_model() has nothing to load")
-    return f"the step in progress did not end {waited}, so the ranks were terminated; {checkpoint}."
+    return (f"the step in progress did not end {waited}, so the ranks were terminated; kept: "
+            f"{layout.kept_text(run_dir)}.")
 
 
 def signal_group(pid: int, signum: int) -> bool:

@@ -58,7 +58,8 @@ class EvalCallback(TrainerCallback):
 
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
         record = self._record(state, metrics or {})
-        improved = self.tracker.update(state.global_step, evaluation.metric_value(record, self.tracker.metric))
+        improved = self.tracker.update(state.global_step, evaluation.metric_value(record, self.tracker.metric),
+                                       evaluation.metric_value(record, "loss"))
         record.update(best=improved, best_step=self.tracker.best_step, best_value=self.tracker.best_value)
         if improved and self.trainer is not None:
             self._save_best(state.global_step, record)

@@ -114,7 +114,7 @@ class Run:
             raise ValueError(f"which={which!r}: choose 'best' (the best evaluation's weights) or 'last'.")
         best = self.best if which == "best" else None
         if best is not None:
-            return Path(best["folder"]), f"the best evaluation (step {best['step']}, {describe_value(best)})"
+            return Path(best["folder"]), f"the best evaluation (step {best['step']}, {layout.describe_value(best)})"
         if (self.run_dir / layout.MODEL / "config.json").exists():
             return self.run_dir / layout.MODEL, "the final weights"
         checkpoints = layout.checkpoints(self.run_dir)
@@ -344,15 +344,6 @@ class Run:
     def __repr__(self) -> str:  # deterministic: nbval compares it
         steps = len(metrics.steps(self.records()))
         return f"Run({self.config.label!r}, status={self.status!r}, steps={steps})"
-
-
-def describe_value(best: dict) -> str:
-    """'accuracy 0.812' for a best marker or eval summary."""
-    from ..evaluation import METRIC_NAMES
-
-    value = best.get("value")
-    shown = f"{value:.4g}" if isinstance(value, (int, float)) else "?"
-    return f"{METRIC_NAMES.get(best.get('metric'), best.get('metric'))} {shown}"
 
 
 def _error_text(record: dict) -> str | None:

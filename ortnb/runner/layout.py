@@ -84,6 +84,33 @@ def best(run_dir: Path) -> dict | None:
     return {**marker, "folder": str(folder)} if marker is not None else None
 
 
+def describe_value(best: dict) -> str:
+    """'accuracy 0.812' for a best marker or eval summary."""
+    from ..evaluation import METRIC_NAMES
+
+    value = best.get("value")
+    shown = f"{value:.4g}" if isinstance(value, (int, float)) else "?"
+    return f"{METRIC_NAMES.get(best.get('metric'), best.get('metric'))} {shown}"
+
+
+def kept_text(run_dir: Path) -> str:
+    """What a run folder holds to load, in the order load_model(), Try it and export read it (best/, model/, the
+    last whole checkpoint), and the checkpoint a resume starts from: what a stopped run's card and a forced
+    stop's reason say (the stop once said "nothing to load" while best/ was there)."""
+    run_dir = Path(run_dir)
+    found, model, saved = best(run_dir), (run_dir / MODEL / "config.json").exists(), checkpoints(run_dir)
+    if found is not None:
+        used = f"best/ (step {found.get('step')}, {describe_value(found)})"
+    elif model:
+        used = "model/ (the final weights)"
+    elif saved:
+        used = f"{saved[-1].name} (the last whole checkpoint)"
+    else:
+        return "nothing to load: the run wrote no evaluation's weights, no final model and no whole checkpoint"
+    resume = f"; resume from {saved[-1].name}" if saved else "; no whole checkpoint to resume from"
+    return f"{used}: load_model(), Try it and export use it{resume}"
+
+
 def run_peak(run_dir: Path) -> float | None:
     """The peak FLOP/s the supervisor recorded for this run (PEAK); None when the file is missing or damaged."""
     from .. import files

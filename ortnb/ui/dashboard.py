@@ -43,7 +43,8 @@ def status_text(run: Run | None, records: list[dict] | None = None) -> str:
     steps = metrics.steps(records)
     text = f"{run.config.label}: {status}"
     if steps:
-        text += f" (step {steps[-1]['step']}/{metrics.planned_steps(records, run.config.max_steps)})"
+        total = metrics.planned_steps(records, run.config.max_steps, getattr(run.config, "epochs", None))
+        text += f" (step {steps[-1]['step']}/{metrics.steps_of(total)})"
     if status == "failed" and run.error:
         text += f" - {run.error.splitlines()[0]}"
     return text
@@ -306,7 +307,8 @@ class Dashboard(FindFastest, ProfileAction):
         if latest is None:
             return
         shown = present.progress(latest, self.clock(), self.wall_clock())
-        self.bar.max, self.bar.value = max(1, shown.total), min(shown.step, shown.total)
+        total = shown.total or max(1, shown.step)  # an epoch-sized run before it says how many: no false end
+        self.bar.max, self.bar.value = max(1, total), min(shown.step, total)
         self.bar.bar_style = {"failed": "danger", "stopped": "warning", "completed": "success"}.get(latest.status, "info")
         self.progress_text.value = f"<span class='ortnb-progress-text'>{shown.text}</span>"
 
@@ -400,11 +402,10 @@ def _stall_text(run) -> str | None:
 
 
 def _final_summary(run: Run, status: str) -> dict:
-    """The run's summary, and for a stopped run the checkpoint it wrote (what load_model and resuming read)."""
+    """The run's summary, and for a stopped run what it kept (what load_model, Try it, export and a resume read)."""
     summary = run.summary()
     if status == "stopped":
-        found = layout.checkpoints(run.run_dir)
-        summary["checkpoint"] = str(found[-1]) if found else None
+        summary["kept"] = layout.kept_text(run.run_dir)
     return summary
 
 

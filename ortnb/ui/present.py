@@ -43,7 +43,7 @@ def _number(value, digits: int = 3) -> str:
 @dataclass(frozen=True)
 class Progress:
     step: int
-    total: int
+    total: int | None  # None while an epoch-sized run has not said how many steps it trains
     elapsed_s: float
     eta_s: float | None
     phase: str  # a phase before the first step, "training", or the final status
@@ -62,17 +62,18 @@ def _phase(records: list[dict]) -> tuple[str, float | None]:
     return ("preparing" if metrics.events(records, "started") else "starting processes"), None
 
 
-def eta_seconds(steps: list[dict], total: int) -> float | None:
+def eta_seconds(steps: list[dict], total: int | None) -> float | None:
     """Remaining steps times the median step time, leaving out the first step (graph builds)."""
     times = [s["step_time"] for s in steps[1:] if isinstance(s.get("step_time"), (int, float))]
-    if not times or not steps:
+    if not times or not steps or total is None:
         return None
     return max(0, total - steps[-1]["step"]) * statistics.median(times)
 
 
-def planned(entry: RunEntry) -> int:
-    """The steps the run trains (its worker says how many epochs take; else max_steps or the default)."""
-    return metrics.planned_steps(entry.records, entry.config.max_steps)
+def planned(entry: RunEntry) -> int | None:
+    """The steps the run trains (its worker says how many epochs take; else max_steps or the default); None
+    while an epoch-sized run has not said."""
+    return metrics.planned_steps(entry.records, entry.config.max_steps, getattr(entry.config, "epochs", None))
 
 
 def progress(entry: RunEntry, now: float, wall_clock: float | None = None) -> Progress:
@@ -81,17 +82,17 @@ def progress(entry: RunEntry, now: float, wall_clock: float | None = None) -> Pr
     step, total = (steps[-1]["step"] if steps else 0), planned(entry)
     elapsed = (entry.ended_at or now) - entry.started_at
     if entry.done:
-        text = f"{entry.status} · {step}/{total} steps in {format_duration(elapsed)}"
+        text = f"{entry.status} · {step}/{metrics.steps_of(total)} steps in {format_duration(elapsed)}"
         return Progress(step, total, elapsed, 0.0, entry.status, text)
     if not steps:
         phase, since = _phase(entry.records)
         took = f" ({format_duration(wall_clock - since)})" if since and wall_clock else ""
         verb = "stopping" if entry.stopping else f"{phase}…{took}"
-        text = f"{verb} · {format_duration(elapsed)} elapsed · step 0/{total}"
+        text = f"{verb} · {format_duration(elapsed)} elapsed · step 0/{metrics.steps_of(total)}"
         return Progress(0, total, elapsed, None, phase, text)
     eta = eta_seconds(steps, total)
     verb = "stopping · " if entry.stopping else ""
-    text = (f"{verb}step {step}/{total} · {format_duration(elapsed)} elapsed · ETA "
+    text = (f"{verb}step {step}/{metrics.steps_of(total)} · {format_duration(elapsed)} elapsed · ETA "
             f"{format_duration(eta) if eta is not None else 'after the next step'}")
     return Progress(step, total, elapsed, eta, "training", text)
 
@@ -106,7 +107,7 @@ def status_text(entry: RunEntry | None) -> str:
     text = f"{entry.label}: {status}"
     steps = _steps(entry.records)
     if steps:
-        text += f" (step {steps[-1]['step']}/{planned(entry)})"
+        text += f" (step {steps[-1]['step']}/{metrics.steps_of(planned(entry))})"
     forced = next((r for r in reversed(entry.records) if r.get("event") == "stopped" and r.get("forced")), None)
     if forced:
         text += " - forced: " + str(forced.get("reason", "the ranks were terminated"))
@@ -162,22 +163,39 @@ def summary_items(entry: RunEntry) -> list[tuple[str, str]]:
         ("tokens/s, real (padded)", _tokens(s)),
         ("MFU", _mfu(s)),
         ("wall time", format_duration((entry.ended_at or entry.started_at) - entry.started_at)),
-        ("first step", f"{s['first_step_s']:.1f} s" if s.get("first_step_s") is not None else "–"),
+        ("first step", first_step_text(s.get("startup_s"), s.get("first_step_s"))),
         ("start-up", startup_text(s.get("startup_s"))),
         ("engine", s.get("engine") or "none (no step ran)"),
         ("run folder", str(s.get("run_dir") or entry.id)),
     ]
     if entry.status == "stopped":
-        items.append(("checkpoint", s.get("checkpoint") or "none (stopped before a whole checkpoint was written)"))
+        items.append(("kept", s.get("kept") or "nothing to load"))
     return items
 
 
 def startup_text(phases: dict | None) -> str:
-    """'12.6 s: loading model 7.7 · tokenizing (cached) 0.1 · ONNX export 1.8 · ...' (seconds, in order)."""
+    """'12.6 s to the end of step 1: loading model 7.7 · tokenizing (cached) 0.1 · evaluation before step 1 2.0 ·
+    first step 2.8' (seconds, in order); the first step's own parts are on the card's first-step line."""
     if not phases:
         return "–"
-    parts = " · ".join(f"{name} {seconds:.1f}" for name, seconds in phases.items())
-    return f"{sum(phases.values()):.1f} s: {parts}"
+    shown = {name: seconds for name, seconds in phases.items() if name in metrics.BEFORE_TRAINING
+             or name == metrics.EVAL_BEFORE_STEP_1}
+    first = metrics.first_step_seconds(phases)
+    if first is not None:
+        shown["first step"] = first
+    parts = " · ".join(f"{name} {seconds:.1f}" for name, seconds in shown.items())
+    return f"{sum(phases.values()):.1f} s to the end of step 1: {parts}"
+
+
+def first_step_text(phases: dict | None, first_step_s: float | None) -> str:
+    """'2.8 s (ONNX export 1.0 · graph build 0.5 · step 1 1.3)': the same figure as on the start-up line, with its
+    parts where there are several."""
+    if first_step_s is None:
+        return "–"
+    parts = {("step 1" if name == "first step" else name): seconds for name, seconds in (phases or {}).items()
+             if name not in metrics.BEFORE_TRAINING and name != metrics.EVAL_BEFORE_STEP_1 and seconds > 0}
+    detail = " (" + " · ".join(f"{name} {seconds:.1f}" for name, seconds in parts.items()) + ")" if len(parts) > 1 else ""
+    return f"{first_step_s:.1f} s{detail}"
 
 
 def metric_text(metric: str | None, value) -> str:
@@ -188,17 +206,23 @@ def metric_text(metric: str | None, value) -> str:
 
 
 def quality_items(s: dict) -> list[tuple[str, str]]:
-    """The card's evaluation items: the best held-out value with its step and time, the target, early stop."""
+    """The card's evaluation items: the best held-out value with its step and time and that evaluation's loss
+    (the weights Try it and export use), the last evaluation where it differs, the target, early stop."""
     metric = s.get("eval_metric")
     if metric is None:
         return []
-    best = metric_text(metric, s.get("best_value"))
+    name = METRIC_NAMES.get(metric, metric)
+    best = _number(s.get("best_value")) if isinstance(s.get("best_value"), (int, float)) else "–"
     if s.get("best_step") is not None:
         best += f" at step {s['best_step']}"
         if s.get("best_reached_s") is not None:
             best += f" ({format_duration(s['best_reached_s'])})"
-    items = [(f"best held-out {METRIC_NAMES.get(metric, metric)}", best),
-             ("held-out loss (last)", _number(s.get("eval_loss"), 4))]
+    items = [(f"best held-out {name}", best)]
+    if metric != "loss":
+        items.append(("its held-out loss", _number(s.get("best_eval_loss"), 4)))
+    if s.get("last_eval_step") is not None and s.get("last_eval_step") != s.get("best_step"):
+        last = s.get("eval_loss") if metric == "loss" else s.get(metric)
+        items.append(("last evaluation", f"{metric_text(metric, last)} at step {s['last_eval_step']}"))
     if s.get("target") is not None:
         if s.get("reached_target"):
             when = f" ({format_duration(s['target_reached_s'])})" if s.get("target_reached_s") is not None else ""

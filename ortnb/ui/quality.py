@@ -14,6 +14,12 @@ def last_evaluation(records: list[dict]) -> dict | None:
     return found[-1] if found else None
 
 
+def tried_evaluation(records: list[dict]) -> dict | None:
+    """The evaluation of the weights Try it predicts with: the best one (best/ holds its weights), else the last.
+    Showing the last beside best/'s predictions put step 40's confusion matrix under step 16's model."""
+    return metrics.best_evaluation(records) or last_evaluation(records)
+
+
 def class_names(records: list[dict], count: int) -> list[str]:
     """The data's class names as the worker announced them, else 0, 1, 2 ..."""
     started = next((e for e in metrics.events(records, "started") if e.get("labels")), None)

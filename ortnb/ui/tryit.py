@@ -1,5 +1,5 @@
 """The Try-it tab: type a text and the latest run's model labels it (or continues it, for a causal LM); beside
-it the last evaluation's confusion matrix and the examples it got most confidently wrong.
+it the confusion matrix and most confidently wrong examples of the evaluation whose weights it uses (the best).
 
 The model runs in the kernel (``Run.predict`` / ``Run.generate`` load it once per folder); what is shown
 comes from ``quality``'s pure functions.
@@ -49,7 +49,7 @@ class TryIt:
         causal = entry is not None and run_task(entry.config) == "causal-lm"
         self.button.description = "Continue" if causal else "Predict"
         self.text.placeholder = "type the start of a text to continue" if causal else "type a text to classify"
-        last = quality.last_evaluation(entry.records) if entry is not None else None
+        last = quality.tried_evaluation(entry.records) if entry is not None else None
         if last is None or not last.get("confusion"):
             self.evaluation.value, self.confusion.children, self._confusion_key = "", (), None
             return
