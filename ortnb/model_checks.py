@@ -76,8 +76,17 @@ def saved_config(model: str) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
+def looks_like_path(model: str) -> bool:
+    """Whether ``model`` names a local folder rather than a Hub id (org/name): it starts with ./ ../ / or ~ (or any
+    dot: no Hub id does), its first part is a folder here (models/nope, when models/ exists), or it has more than
+    one slash (a Hub id has exactly one). A plain org/name with no such folder here is a Hub id."""
+    if model.startswith((".", "/", "~")):
+        return True
+    return model.count("/") > 1 or ("/" in model and Path(model.split("/")[0]).is_dir())
+
+
 def _cached_hub_file(repo: str, name: str) -> str | None:
-    if "/" not in repo or repo.startswith((".", "/", "~")):
+    if "/" not in repo or looks_like_path(repo):
         return None
     try:
         from huggingface_hub import try_to_load_from_cache

@@ -6,6 +6,8 @@ value of the closed fields, which is what the widgets grey out.
 
 from __future__ import annotations
 
+import difflib
+import itertools
 import math
 import os
 import re
@@ -372,10 +374,8 @@ def _model_task(cfg, problems) -> str | None:
         if not (path / "config.json").exists():
             problems.append(Problem("model", f"{model} has no config.json; pass a save_pretrained() folder."))
         return None
-    looks_like_path = model.startswith((".", "/", "~")) or os.sep in model and model.count("/") > 1
-    if looks_like_path:
-        problems.append(Problem("model", f"no folder {model}; pass an existing save_pretrained() folder, a Hub id or "
-                                         f"one of {', '.join(assets.MODELS)}."))
+    if model_checks.looks_like_path(model):
+        problems.append(Problem("model", _not_a_model_folder(model, path)))
     elif "/" not in model:
         problems.append(Problem("model", f"unknown built-in model {model!r}. Choose between "
                                          f"{', '.join(assets.MODELS)}, a local folder or a Hub id (org/name)."))
@@ -383,6 +383,27 @@ def _model_task(cfg, problems) -> str | None:
         problems.append(Problem("model", f"{model} is a Hub id but HF_HUB_OFFLINE=1; use a local folder or a built-in "
                                          "model."))
     return None
+
+
+def _not_a_model_folder(model: str, path: Path) -> str:
+    """Why a local model path cannot be read, naming where it was looked for and what to pass instead."""
+    instead = (f"pass the folder save_pretrained() wrote (the one holding config.json), a Hub id (org/name) or one of "
+               f"{', '.join(assets.MODELS)}.")
+    if path.exists():
+        return f"{model} is a file, not a folder; {instead}"
+    near = _nearest_folder(path)
+    way_out = f"did you mean {near}? Or {instead}" if near else f"check the path, or {instead}"
+    return f"no such folder {model} (looked for {path.absolute()}); {way_out}"
+
+
+def _nearest_folder(path: Path) -> Path | None:
+    """A folder beside ``path`` with a name close to its name (a typing slip: models/minilm-ft for models/minilmft)."""
+    try:
+        names = [p.name for p in itertools.islice(path.parent.iterdir(), 1000) if p.is_dir()]
+    except OSError:  # no parent folder either, or one that cannot be listed
+        return None
+    near = difflib.get_close_matches(path.name, names, n=1)
+    return path.parent / near[0] if near else None
 
 
 def _dataset_task(cfg, problems) -> str | None:

@@ -65,7 +65,8 @@ BAD = [  # (changes, capabilities, field, what the message must say)
     ({"task": "translation"}, CPU, "task", r"unknown task 'translation'"),
     ({"task": "causal-lm"}, CPU, "task", r"encoder \(BERT\) and cannot be a causal LM"),
     ({"model": "gpt-17"}, CPU, "model", r"unknown built-in model 'gpt-17'"),
-    ({"model": "/no/such/folder"}, CPU, "model", r"no folder /no/such/folder"),
+    ({"model": "/no/such/folder"}, CPU, "model", r"^no such folder /no/such/folder \(looked for /no/such/folder\); "
+                                                 r"check the path"),
     ({"model": "smollm2", "dataset": "hamlet"}, dataclasses.replace(CPU, gguf=False),
      "model", r"pip install gguf"),
     ({"dataset": "imdb_reviews"}, CPU, "dataset", r"not a built-in name"),
@@ -160,3 +161,37 @@ def test_from_dict_refuses_what_is_not_a_mapping():
 
 def test_label_of_a_hand_written_config_never_raises():
     assert good(num_processes="2", optim=["x"]).label == "ort + ['x']"
+
+
+def test_a_path_or_a_hub_id_is_told_apart_sensibly(tmp_path, monkeypatch):
+    from ortnb.model_checks import looks_like_path
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").mkdir()
+    paths = ["./nope", "../nope", "/abs/nope", "~/nope", ".hidden/nope", "models/nope", "a/b/c"]
+    hub_ids = ["org/name", "bert-base-uncased", "nope/models"]
+    assert [looks_like_path(m) for m in paths] == [True] * len(paths)
+    assert [looks_like_path(m) for m in hub_ids] == [False] * len(hub_ids)
+
+
+INSTEAD = ("pass the folder save_pretrained() wrote (the one holding config.json), a Hub id (org/name) or one of "
+           "minilm, smollm2, tiny-bert, tiny-llama.")
+
+
+def test_a_mistyped_local_model_path_reads_no_such_folder_not_a_hub_id(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    (tmp_path / "models" / "minilm-ft").mkdir(parents=True)
+    (tmp_path / "weights.bin").write_bytes(b"")
+
+    def model_problems(model):
+        return [p.message for p in validate(good(model=model), CPU) if p.field == "model"]
+
+    assert model_problems("models/nope") == [
+        f"no such folder models/nope (looked for {tmp_path}/models/nope); check the path, or {INSTEAD}"]
+    assert model_problems("models/minilmft") == [
+        f"no such folder models/minilmft (looked for {tmp_path}/models/minilmft); did you mean models/minilm-ft? "
+        f"Or {INSTEAD}"]
+    assert model_problems("./weights.bin") == [f"./weights.bin is a file, not a folder; {INSTEAD}"]
+    assert model_problems("org/name") == [  # no folder org/ here: still a Hub id
+        "org/name is a Hub id but HF_HUB_OFFLINE=1; use a local folder or a built-in model."]
