@@ -185,7 +185,7 @@ def live_layout(warmup_steps: int = 0, empty: bool = True, eval_hint: str | None
     # Empty panels share one frame (steps 0-10, values 0-1) instead of plotly's own guesses, which differ panel
     # to panel; with data every axis fits its own (Clear must not leave old ranges behind).
     axes = {"x": {"range": [0, 10], "autorange": False}, "y": {"range": [0, 1], "autorange": False}} if empty else \
-        {"x": {"autorange": True}, "y": {"autorange": True}}
+        {"x": {"autorange": True, "range": None}, "y": {"autorange": True, "range": None}}  # None: no stale range
     return {"annotations": annotations, "shapes": shapes, "eval_title": eval_title(metric), "axes": axes}
 
 

@@ -139,9 +139,14 @@ _LIVE_VIEW_JS = """() => {
     for (const key of Object.keys(layout)) {
         if (/^[xy]axis\\d*$/.test(key)) axes[key] = {range: [...layout[key].range], autorange: layout[key].autorange};
     }
-    const drawn = [...plot.querySelectorAll('.scatterlayer .trace')].map((t) => t.querySelectorAll('.points path').length);
-    const traces = plot._fullData.map((t, i) => ({name: t.name, xaxis: t.xaxis, yaxis: t.yaxis,
-        x: t.x ? [...t.x] : [], y: t.y ? [...t.y] : [], drawn: drawn[i]}));
+    // markers drawn per trace: each subplot has its own layer, so match a layer's trace by its bound data
+    const drawn = {};
+    for (const g of plot.querySelectorAll('.scatterlayer .trace')) {
+        const bound = g.__data__ && g.__data__[0] && g.__data__[0].trace;
+        if (bound) drawn[bound.index] = g.querySelectorAll('.points path').length;
+    }
+    const traces = plot._fullData.map((t) => ({name: t.name, xaxis: t.xaxis, yaxis: t.yaxis,
+        x: t.x ? [...t.x] : [], y: t.y ? [...t.y] : [], drawn: drawn[t.index] ?? 0}));
     const annotations = [...plot.querySelectorAll('.infolayer .annotation')]
         .map((a) => a.textContent.trim()).filter((text) => text);
     return {axes, traces, annotations};

@@ -144,11 +144,11 @@ def assert_card_shows_run(page, run) -> None:
 
     card, records = card_items(page), run.records()
     steps, evals = metrics.steps(records), metrics.evaluations(records)
-    assert float(card["final loss"]) == pytest.approx(steps[-1]["loss"], abs=6e-5), card
+    assert float(card["final loss"]) == pytest.approx(steps[-1]["loss"], rel=6e-4, abs=6e-5), card  # 4 digits
     best = max(evals, key=lambda e: (e["accuracy"], -e["eval_loss"], -e["step"]))
     value, _, rest = card["best held-out accuracy"].partition(" at step ")
     assert float(value) == pytest.approx(best["accuracy"], abs=6e-4) and int(rest.split()[0]) == best["step"], card
-    assert float(card["its held-out loss"]) == pytest.approx(best["eval_loss"], abs=6e-5), card
+    assert float(card["its held-out loss"]) == pytest.approx(best["eval_loss"], rel=6e-4, abs=6e-5), card
     first = metrics.first_step_seconds(metrics.startup_phases(records))
     assert card["first step"].startswith(f"{first:.1f} s"), card
     assert f"first step {first:.1f}" in card["start-up"], card

@@ -244,6 +244,14 @@ def test_find_fastest_is_one_thing_at_a_time_and_its_progress_reads_plainly():
     # one row for the two refusals, in the form's words
     assert "bf16 with ONNX Runtime needs CUDA" in html and "41.0" in html and html.count("<tr>") == 3
     assert "2 candidates: ort + AdamW + bf16, ort + AdamW + bf16 x2" in html
+    # the reported table: #1 at 70.1 above #2 at 77.7 under "fastest first"; the rung column and the words say why
+    raced = [{"rank": 1, "rung": 2, "label": "eager bf16 x2", "status": "completed", "samples_per_s": 70.1},
+             {"rank": 2, "rung": 1, "label": "ort fp32", "status": "completed", "samples_per_s": 77.7},
+             {"rank": 3, "rung": 1, "label": "eager fp32", "status": "completed", "samples_per_s": 73.8}]
+    shown = present.search_table_html(raced)
+    assert "fastest first" not in shown and "ranked by the rung each reached, then speed" in shown
+    assert "<th class='ortnb-cell ortnb-head'>rung</th>" in shown and "<td class='ortnb-cell'>2</td>" in shown
+    assert present.search_order_text(rows) == "fastest first"  # one rung: the order is the speed
     partial = DashboardState()
     partial.start_search(28.0, now=0.0)
     partial.search_ended(rows[:1], winner, conclusive=False,
