@@ -262,8 +262,6 @@ def test_a_killed_run_reads_failed_and_keeps_its_last_whole_checkpoint(artifacts
 def test_deleting_an_edge_run_folder_mid_run_stops_it_and_it_stays_deleted(artifacts, rows, tmp_path):
     """The same protocol as a trainer run (runner/recorder.py): the worker sees the folder gone after a step,
     writes nothing more (no checkpoint, no inference model bringing the folder back) and ends."""
-
-
     from ortnb.edge import train
 
     live = train(artifacts, rows[0], steps=100000, batch_size=4, learning_rate=1e-4, output_dir=tmp_path,
