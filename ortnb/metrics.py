@@ -152,11 +152,16 @@ def _evaluation_apart(found: dict[str, float], phases: list[dict], ends: list[fl
     return ordered
 
 
+def first_step_phases(phases: dict[str, float]) -> dict[str, float]:
+    """The phases that make up the first step: from the start of training to the end of step 1 (ONNX export and
+    graph build included), the evaluation before step 1 not included."""
+    return {name: value for name, value in phases.items() if name not in BEFORE_TRAINING and name != EVAL_BEFORE_STEP_1}
+
+
 def first_step_seconds(phases: dict[str, float]) -> float | None:
-    """The first step, one definition for the card, the tables and the start-up line: from the start of training
-    to the end of step 1 (ONNX export and graph build included), the evaluation before step 1 not included."""
-    parts = [value for name, value in phases.items() if name not in BEFORE_TRAINING and name != EVAL_BEFORE_STEP_1]
-    return sum(parts) if parts else None
+    """The first step, one definition for the card, the tables and the start-up line (first_step_phases)."""
+    parts = first_step_phases(phases)
+    return sum(parts.values()) if parts else None
 
 
 def steps_frame(records: list[dict]):

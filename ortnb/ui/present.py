@@ -178,8 +178,8 @@ def startup_text(phases: dict | None) -> str:
     first step 2.8' (seconds, in order); the first step's own parts are on the card's first-step line."""
     if not phases:
         return "–"
-    shown = {name: seconds for name, seconds in phases.items() if name in metrics.BEFORE_TRAINING
-             or name == metrics.EVAL_BEFORE_STEP_1}
+    first_step = metrics.first_step_phases(phases)
+    shown = {name: seconds for name, seconds in phases.items() if name not in first_step}
     first = metrics.first_step_seconds(phases)
     if first is not None:
         shown["first step"] = first
@@ -192,8 +192,8 @@ def first_step_text(phases: dict | None, first_step_s: float | None) -> str:
     parts where there are several."""
     if first_step_s is None:
         return "–"
-    parts = {("step 1" if name == "first step" else name): seconds for name, seconds in (phases or {}).items()
-             if name not in metrics.BEFORE_TRAINING and name != metrics.EVAL_BEFORE_STEP_1 and seconds > 0}
+    parts = {("step 1" if name == "first step" else name): seconds
+             for name, seconds in metrics.first_step_phases(phases or {}).items() if seconds > 0}
     detail = " (" + " · ".join(f"{name} {seconds:.1f}" for name, seconds in parts.items()) + ")" if len(parts) > 1 else ""
     return f"{first_step_s:.1f} s{detail}"
 
