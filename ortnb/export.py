@@ -142,14 +142,20 @@ def _load(folder: Path, task: str | None):
     """Load a saved model in fp32 (the tolerance is an fp32 one) with the class its task needs."""
     import transformers
 
+    from .progress import without_progress_bars
+
+    from .weights import check_folder
+
     model_dir = find_model_dir(folder)
+    check_folder(model_dir)  # a cut or foreign weight file is named here, not met as a bare SafetensorError
     config = transformers.AutoConfig.from_pretrained(model_dir)
     if task is None:
         if not config.architectures:
             raise _unsupported(f"config.json in {str(model_dir)!r} names no architectures")
         task = _task_for([config.architectures[0]])
     auto_class = getattr(transformers, TASKS[task][1])
-    model, loading = auto_class.from_pretrained(model_dir, dtype=torch.float32, output_loading_info=True)
+    with without_progress_bars():  # a bar for weights the caller named says nothing
+        model, loading = auto_class.from_pretrained(model_dir, dtype=torch.float32, output_loading_info=True)
     _warn_untrained(sorted(loading["missing_keys"]), model_dir, config, task)
     return model, task
 
@@ -245,6 +251,10 @@ def _export(wrapper, inputs, path: Path, task: str, output_names, opset: int) ->
         # because it handles Transformers' masks with dynamic axes reliably.
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", FutureWarning)
+        # The tracer's notes on Transformers' mask code (a Python bool, advanced indexing in opset 17) are about
+        # inputs the parity check below tries for real: every export is compared with PyTorch before it returns.
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        warnings.filterwarnings("ignore", message="Exporting aten::index operator of advanced indexing")
         torch.onnx.export(wrapper, tuple(inputs.values()), str(path), dynamo=False, opset_version=opset,
                           do_constant_folding=True, input_names=names, output_names=output_names,
                           dynamic_axes=dynamic_axes)

@@ -29,21 +29,25 @@ def optimum_preset(base: RunConfig, caps: Capabilities | None = None) -> list[Ru
     """Optimum's published comparison, as far as this machine can run it.
 
     PyTorch + AdamW (baseline); PyTorch + fused AdamW (so the table shows what the engine buys apart
-    from the optimizer); ORT + fused Adam (ORT's FusedAdam on CUDA, torch's fused AdamW on the CPU);
+    from the optimizer); ORT + a fused optimizer (ORT's FusedAdam on CUDA, torch's fused AdamW on the CPU,
+    each row named after the one that runs);
     ORT + ZeRO-1 over 2 processes; plus eager bf16 and torch.compile where supported. Rows are padded
     to ``seq_len`` as in Optimum's examples unless ``base.padding`` says otherwise.
     """
     caps = caps or capabilities()
     if run_task(base) != "causal-lm" and base.padding is None:
         base = base.replace(padding="max_length")  # Optimum's examples padded every row to the sequence length
-    fused = "adamw_ort_fused" if caps.ort_cuda else "adamw_torch_fused"
+    # The ORT rows are named after the optimizer that really runs: ORT's FusedAdam is a CUDA kernel, so on a CPU
+    # they use torch's fused AdamW (as the form words it).
+    fused, fused_name = ("adamw_ort_fused", "fused Adam (ORT)") if caps.ort_cuda else \
+        ("adamw_torch_fused", "fused AdamW (torch)")
     # PyTorch + fused AdamW separates what the engine buys from what the fused optimizer buys.
     configs = [base.replace(backend="eager", optim="adamw_torch", name="PyTorch + AdamW"),
                base.replace(backend="eager", optim="adamw_torch_fused", name="PyTorch + fused AdamW"),
-               base.replace(backend="ort", optim=fused, name="ORT + fused Adam")]
+               base.replace(backend="ort", optim=fused, name=f"ORT + {fused_name}")]
     if caps.deepspeed and (caps.cuda or caps.cpu_cores >= 2):
         configs.append(base.replace(backend="ort", optim=fused, zero_stage=1, num_processes=2,
-                                    name="ORT + fused Adam + ZeRO-1 x2"))
+                                    name=f"ORT + {fused_name} + ZeRO-1 x2"))
     if caps.cuda or caps.bf16_cpu_native:
         configs.append(base.replace(backend="eager", optim="adamw_torch", precision="bf16",
                                     name="PyTorch bf16 + AdamW"))

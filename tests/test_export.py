@@ -52,6 +52,17 @@ def test_sequence_classifier_parity(bert_classifier, tmp_path):
     assert result.opset == 17
 
 
+def test_an_export_prints_no_tracer_notes(bert_classifier, tmp_path, capsys):
+    # BERT's mask code makes the tracer warn (a Python bool, aten::index in opset 17); the parity check covers both
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        export_onnx(bert_classifier, tmp_path / "quiet.onnx")
+    assert [f"{w.category.__name__}: {str(w.message)[:60]}" for w in caught] == []
+    assert capsys.readouterr().err == ""
+
+
 def test_causal_lm_parity_and_dynamic_axes(llama_lm, tmp_path):
     import onnxruntime
 

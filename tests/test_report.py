@@ -26,8 +26,8 @@ TABLE = pd.DataFrame({"label": ["PyTorch + AdamW", "ORT + fused Adam"], "engine"
 
 def test_optimum_preset_on_a_cpu_machine():
     labels = [c.label for c in report.optimum_preset(RunConfig(), CPU)]
-    assert labels == ["PyTorch + AdamW", "PyTorch + fused AdamW", "ORT + fused Adam", "ORT + fused Adam + ZeRO-1 x2",
-                      "PyTorch bf16 + AdamW", "torch.compile + AdamW"]
+    assert labels == ["PyTorch + AdamW", "PyTorch + fused AdamW", "ORT + fused AdamW (torch)",
+                      "ORT + fused AdamW (torch) + ZeRO-1 x2", "PyTorch bf16 + AdamW", "torch.compile + AdamW"]
     configs = report.optimum_preset(RunConfig(), CPU)
     assert [(c.backend, c.optim) for c in configs[:3]] == [("eager", "adamw_torch"), ("eager", "adamw_torch_fused"),
                                                            ("ort", "adamw_torch_fused")]
@@ -36,9 +36,11 @@ def test_optimum_preset_on_a_cpu_machine():
 
 def test_optimum_preset_uses_ort_fused_adam_on_cuda_and_skips_what_is_missing():
     gpu = dataclasses.replace(CPU, cuda=True, ort_cuda=True, ort_training="onnxruntime-training")
-    assert report.optimum_preset(RunConfig(), gpu)[2].optim == "adamw_ort_fused"
+    on_gpu = report.optimum_preset(RunConfig(), gpu)
+    assert (on_gpu[2].optim, on_gpu[2].label, on_gpu[3].label) == (
+        "adamw_ort_fused", "ORT + fused Adam (ORT)", "ORT + fused Adam (ORT) + ZeRO-1 x2")
     assert [c.label for c in report.optimum_preset(RunConfig(), dataclasses.replace(BARE, bf16_cpu_native=False))] \
-        == ["PyTorch + AdamW", "PyTorch + fused AdamW", "ORT + fused Adam"]
+        == ["PyTorch + AdamW", "PyTorch + fused AdamW", "ORT + fused AdamW (torch)"]
 
 
 def test_markdown_table_is_exact():
