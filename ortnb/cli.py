@@ -246,6 +246,18 @@ def _field_value(kind: str, text: str):
     return text
 
 
+def _column_arguments(parser: argparse.ArgumentParser) -> None:
+    """--text-column and --label-column: which columns of --dataset hold the text and the class."""
+    from .config import RunConfig
+
+    for name, default in (("text_column", "text"), ("label_column", "label")):
+        parser.add_argument("--" + name.replace("_", "-"), default=default, help=RunConfig.help(name))
+
+
+def _columns(options: argparse.Namespace) -> dict:
+    return {"text_column": options.text_column, "label_column": options.label_column}
+
+
 def cmd_compare(options: argparse.Namespace) -> int:
     """Compare configurations in fresh runs; print the table, write report.html and results.json."""
     from . import interrupts, report
@@ -253,8 +265,9 @@ def cmd_compare(options: argparse.Namespace) -> int:
     from .config import RunConfig
     from .errors import ConfigError
 
-    base = RunConfig(model=options.model, dataset=options.dataset, batch_size=options.batch_size,
-                     seq_len=options.seq_len, max_steps=options.steps, warmup_steps=options.warmup,
+    base = RunConfig(model=options.model, dataset=options.dataset, **_columns(options),
+                     batch_size=options.batch_size, seq_len=options.seq_len, max_steps=options.steps,
+                     warmup_steps=options.warmup,
                      output_dir=options.runs, evaluate=options.evaluate)
     try:
         configs = chosen_configs(options, base, "run", lambda: report.optimum_preset(base))
@@ -381,7 +394,8 @@ def _tune(options: argparse.Namespace, signalled: list[int]):
         raise ConfigError(f"--budget must be a number of seconds (e.g. --budget 180), got {options.budget!r}.") \
             from None
     grid = parse_vary(options.vary) if options.vary else None
-    base = RunConfig(model=options.model, dataset=options.dataset, seq_len=options.seq_len, max_steps=options.steps)
+    base = RunConfig(model=options.model, dataset=options.dataset, **_columns(options), seq_len=options.seq_len,
+                     max_steps=options.steps)
     stop = threading.Event()
 
     def interrupt(signum, _frame):
@@ -436,8 +450,8 @@ def cmd_profile(options: argparse.Namespace) -> int:
     from .profiling import profile
     from .profiling.views import text
 
-    base = RunConfig(model=options.model, dataset=options.dataset, batch_size=options.batch_size,
-                     seq_len=options.seq_len, output_dir=options.runs)
+    base = RunConfig(model=options.model, dataset=options.dataset, **_columns(options),
+                     batch_size=options.batch_size, seq_len=options.seq_len, output_dir=options.runs)
     try:
         configs = chosen_configs(options, base, "profile", lambda: grid(base, parse_vary(["backend=eager,ort"])))
         result = profile(configs, steps=options.steps, warmup=options.warmup,
@@ -481,6 +495,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "e.g. --vary backend=eager,ort --vary optim=adamw_torch,adamw_torch_fused")
     cmp.add_argument("--model", default="minilm")
     cmp.add_argument("--dataset", default="rotten_tomatoes")
+    _column_arguments(cmp)
     cmp.add_argument("--batch-size", type=int, default=16)
     cmp.add_argument("--seq-len", type=int, default=128)
     cmp.add_argument("--steps", type=int, default=30)
@@ -506,6 +521,7 @@ def build_parser() -> argparse.ArgumentParser:
                                "budget. Ctrl-C stops the search and keeps what was measured.")
     tune.add_argument("--model", default="minilm")
     tune.add_argument("--dataset", default="rotten_tomatoes")
+    _column_arguments(tune)
     tune.add_argument("--budget", default="180", metavar="SECONDS",
                       help="time the whole search may take (default 180; it ends within it + 10%%)")
     tune.add_argument("--vary", action="append", default=[], metavar="FIELD=A,B",
@@ -530,6 +546,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="profile every combination of these RunConfig values (default: --vary backend=eager,ort)")
     prof.add_argument("--model", default="minilm")
     prof.add_argument("--dataset", default="rotten_tomatoes")
+    _column_arguments(prof)
     prof.add_argument("--batch-size", type=int, default=16)
     prof.add_argument("--seq-len", type=int, default=128)
     prof.add_argument("--steps", type=int, default=5, help="profiled steps (default 5)")

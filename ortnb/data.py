@@ -1,6 +1,7 @@
 """Turn a RunConfig's dataset into tokenized train/eval sets, and the collator that pads its batches.
 
-Rows are read once, by ``datafiles`` (the reader ``validate()`` and ``ortnb.edge`` use too); class names
+Rows are read once, by ``datafiles`` (the reader ``validate()`` and ``ortnb.edge`` use too), from the columns
+RunConfig's ``text_column``/``label_column`` name (``data_columns``: a run's rows are then ``text``/``label``); class names
 become ids in the order of ``data_checks.Labels`` (the model's id2label says the same). The held-out rows
 are the run's ``eval_dataset``, the dataset's own split (rotten_tomatoes: 1,000 fixed snippets), or a
 stratified, seeded fraction of the training rows (``EvalPlan``).
@@ -18,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from . import assets, data_checks, datafiles
+from .data_columns import DEFAULT, LABEL, TEXT, Columns, pick
 
 
-def labels_for(dataset, task: str) -> data_checks.Labels | None:
+def labels_for(dataset, task: str, columns: Columns = DEFAULT) -> data_checks.Labels | None:
     """The classes a run on ``dataset`` trains, for the model's head (None for a causal LM); ConfigError naming the
     file and row when the data cannot train."""
-    return data_checks.labels(dataset, task) if task != "causal-lm" else None
+    return data_checks.labels(dataset, task, columns) if task != "causal-lm" else None
 
 
 @dataclass(frozen=True)
@@ -43,32 +45,52 @@ class EvalPlan:
 NO_EVALUATION = EvalPlan()
 
 
-def read_rows(dataset, task: str, labels: data_checks.Labels | None = None):
+def read_rows(dataset, task: str, labels: data_checks.Labels | None = None, columns: Columns = DEFAULT):
     """All rows of ``dataset`` as a datasets.Dataset: ``text`` and, for classification, ``label`` as class ids
-    (names mapped through ``labels``; a ClassLabel feature names them). Built-in rotten_tomatoes: its
-    training rows."""
+    (names mapped through ``labels``; a ClassLabel feature names them), read from ``columns``. Built-in
+    rotten_tomatoes: its training rows."""
     from datasets import Dataset
 
     if isinstance(dataset, str) and dataset == "rotten_tomatoes":
         return assets.rotten_tomatoes()[0]
     if isinstance(dataset, str) and dataset == "hamlet":
-        return Dataset.from_dict({"text": [assets.hamlet_text()]})
-    rows = _from_file(Path(dataset).expanduser()) if isinstance(dataset, str) else dataset
+        return Dataset.from_dict({TEXT: [assets.hamlet_text()]})
+    path = Path(dataset).expanduser() if isinstance(dataset, str) else None
+    if path is not None and path.is_file():
+        rows = _from_file(path, columns)
+    else:  # a Dataset, or a save_to_disk folder (launch() stores in-memory datasets so)
+        rows = _renamed(_load_from_disk(path) if path is not None else dataset, columns, task)
     if task == "causal-lm":
-        return rows.select_columns(["text"])
-    return _with_class_ids(rows.select_columns(["text", "label"]), labels)
+        return rows.select_columns([TEXT])
+    return _with_class_ids(rows.select_columns([TEXT, LABEL]), labels)
 
 
-def _from_file(path: Path):
-    from datasets import Dataset, load_from_disk
+def _load_from_disk(path: Path):
+    from datasets import load_from_disk
 
-    if path.is_dir():  # Dataset.save_to_disk output (launch() stores in-memory datasets so)
-        return load_from_disk(str(path))
+    return load_from_disk(str(path))
+
+
+def _renamed(rows, columns: Columns, task: str):
+    """A Dataset's text and label columns under the names runs read; its other columns are left out."""
+    if not columns.mapped:
+        return rows
+    wanted = {columns.text: TEXT} if task == "causal-lm" else {columns.text: TEXT, columns.label: LABEL}
+    rows = rows.select_columns(list(wanted))
+    # by way of names no column has, so that text_column="label" (a swap) renames cleanly
+    rows = rows.rename_columns({old: f"__ortnb_{new}" for old, new in wanted.items()})
+    return rows.rename_columns({f"__ortnb_{new}": new for new in wanted.values()})
+
+
+def _from_file(path: Path, columns: Columns = DEFAULT):
+    from datasets import Dataset
+
     if path.suffix == ".txt":
-        return Dataset.from_dict({"text": [path.read_text(encoding="utf-8", errors="replace")]})
-    rows = datafiles.read_rows(path)  # the reader validate() and ortnb.edge use: utf-8-sig, values typed once
-    columns = list(dict.fromkeys(key for row in rows for key in row if key in ("text", "label")))
-    return Dataset.from_dict({column: [row.get(column) for row in rows] for column in columns})
+        return Dataset.from_dict({TEXT: [path.read_text(encoding="utf-8", errors="replace")]})
+    # the reader validate() and ortnb.edge use: utf-8-sig, values typed once, the text and label columns picked
+    rows = [pick(row, columns) for row in datafiles.read_rows(path, columns)]
+    names = list(dict.fromkeys(key for row in rows for key in row))
+    return Dataset.from_dict({name: [row.get(name) for row in rows] for name in names})
 
 
 def _with_class_ids(rows, labels: data_checks.Labels | None):
@@ -91,15 +113,17 @@ def _with_class_ids(rows, labels: data_checks.Labels | None):
     return rows.remove_columns("label").add_column("label", values, feature=ClassLabel(names=list(labels.names)))
 
 
-def splits(dataset, task: str, plan: EvalPlan, seed: int, labels: data_checks.Labels | None = None):
+def splits(dataset, task: str, plan: EvalPlan, seed: int, labels: data_checks.Labels | None = None,
+           columns: Columns = DEFAULT):
     """(train, eval or None) of raw rows (text[, label as class ids]). The held-out rows: the plan's
-    eval_dataset, else the dataset's own split (rotten_tomatoes), else a stratified, seeded ``fraction`` of
-    the rows. A causal LM without an eval_dataset holds out its last blocks instead (``tokenize_causal``)."""
-    train = read_rows(dataset, task, labels)
+    eval_dataset (read from the same columns), else the dataset's own split (rotten_tomatoes), else a
+    stratified, seeded ``fraction`` of the rows. A causal LM without an eval_dataset holds out its last blocks
+    instead (``tokenize_causal``)."""
+    train = read_rows(dataset, task, labels, columns)
     if not plan.enabled:
         return train, None
     if plan.dataset is not None:
-        return train, _cap(read_rows(plan.dataset, task, labels), plan.samples)
+        return train, _cap(read_rows(plan.dataset, task, labels, columns), plan.samples)
     if task == "causal-lm":
         return train, None
     if isinstance(dataset, str) and dataset == "rotten_tomatoes":
@@ -191,15 +215,15 @@ class Prepared:
 
 def prepare(dataset, task: str, tokenizer, seq_len: int, *, plan: EvalPlan = NO_EVALUATION, seed: int = 0,
             train_samples: int | None = None, labels: data_checks.Labels | None = None,
-            padding: str = "max_length") -> Prepared:
+            padding: str = "max_length", columns: Columns = DEFAULT) -> Prepared:
     """Tokenized data for ``task``; ``train_samples`` keeps only the rows a run reads (after the held-out rows
     are set apart, so they do not depend on the run's length).
 
     ``labels`` (from ``data_checks.labels``, looked up when not given) maps class names to ids; a dataset
     that cannot train raises ConfigError naming the file and row before anything is tokenized.
     """
-    labels = labels or labels_for(dataset, task)
-    train, evaluation = splits(dataset, task, plan, seed, labels)
+    labels = labels or labels_for(dataset, task, columns)
+    train, evaluation = splits(dataset, task, plan, seed, labels, columns)
     if task == "causal-lm":
         if evaluation is not None:  # held-out text of its own
             held, _ = tokenize_causal(evaluation, tokenizer, seq_len)
@@ -226,7 +250,7 @@ def keep_rows(train, train_samples: int | None, seed: int):
 
 def build(dataset, task: str, tokenizer, seq_len: int, plan: EvalPlan = NO_EVALUATION, seed: int = 0,
           train_samples: int | None = None, labels: data_checks.Labels | None = None, padding: str = "max_length",
-          eval_samples: int | None = None):
+          eval_samples: int | None = None, columns: Columns = DEFAULT):
     """(train, eval or None), tokenized for ``task`` (see ``prepare``). ``eval_samples=N`` (without a ``plan``)
     holds out N rows: a causal LM's last N blocks, a classifier's N stratified rows (or N of the dataset's own
     held-out split)."""
@@ -236,5 +260,5 @@ def build(dataset, task: str, tokenizer, seq_len: int, plan: EvalPlan = NO_EVALU
         plan = EvalPlan(enabled=eval_samples > 0, fraction=0.5 if task == "causal-lm" else 0.1,
                         samples=eval_samples or None)
     prepared = prepare(dataset, task, tokenizer, seq_len, plan=plan, seed=seed, train_samples=train_samples,
-                       labels=labels, padding=padding)
+                       labels=labels, padding=padding, columns=columns)
     return prepared.train, prepared.evaluation

@@ -4,8 +4,11 @@ The look reads the rows and the label column, never tokenizes: it finds what wou
 minutes into a run (a bad JSON line, a missing column, labels the classifier head cannot hold) and
 infers the number of classes. Each message names the file and the line, row or column, and the way out.
 
+The text and label columns are the ones RunConfig names (``data_columns.Columns``: ``text``/``label`` unless
+``text_column``/``label_column`` say otherwise); messages name the column as the file does.
+
 Lines are 1-based lines of a file; rows are 0-based indices of a ``datasets.Dataset`` (``ds[row]``).
-Files are looked at once per (path, modification time, size); built-in datasets are never read.
+Files are looked at once per (path, modification time, size, columns); built-in datasets are never read.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import datafiles
+from .data_columns import DEFAULT, Columns, missing_column
 
 
 CLASSIFICATION = "sequence-classification"
@@ -52,29 +56,40 @@ class Look:
 
 
 BUILT_IN = {"rotten_tomatoes": Look(labels=Labels(2)), "hamlet": Look()}
+BUILT_IN_COLUMNS = {"rotten_tomatoes": [TEXT, LABEL], "hamlet": [TEXT]}
 
 
-def look(dataset, task: str | None) -> Look:
-    """Problems, labels and row count of ``dataset`` (a built-in name, a file or folder path, or a Dataset)."""
+def look(dataset, task: str | None, columns: Columns = DEFAULT) -> Look:
+    """Problems, labels and row count of ``dataset`` (a built-in name, a file or folder path, or a Dataset),
+    reading the text and classes from ``columns``."""
     task = task or CLASSIFICATION
     if isinstance(dataset, str) and dataset in BUILT_IN:
-        return BUILT_IN[dataset]
+        return _look_built_in(dataset, task, columns)
     if isinstance(dataset, (str, Path)):
         path = Path(dataset).expanduser()
         if not path.exists():
             return Look((f"{path} does not exist.",))
         stamp = _stamp(path)
-        return _look_path(str(path), task, *stamp)
+        return _look_path(str(path), task, *stamp, columns)
     if hasattr(dataset, "column_names"):
-        return _look_dataset_cached(dataset, task)
+        return _look_dataset_cached(dataset, task, columns)
     return Look((f"must be a name, a file path or a datasets.Dataset, got {type(dataset).__name__}.",))
 
 
-def labels(dataset, task: str | None) -> Labels | None:
+def _look_built_in(name: str, task: str, columns: Columns) -> Look:
+    """A built-in's columns are known: a column mapping that names others is said, not ignored."""
+    found = BUILT_IN_COLUMNS[name]
+    needed = columns.needed(task) if found != [TEXT] else [columns.text]
+    missing = [column for column in needed if column not in found]
+    return Look(tuple(missing_column(name, column, found, task, columns) for column in missing)) if missing \
+        else BUILT_IN[name]
+
+
+def labels(dataset, task: str | None, columns: Columns = DEFAULT) -> Labels | None:
     """The classes a run on ``dataset`` trains (None for a causal LM); ConfigError if the data cannot run."""
     from .errors import ConfigError
 
-    found = look(dataset, task)
+    found = look(dataset, task, columns)
     if found.problems:
         raise ConfigError([f"dataset: {p}" for p in found.problems])
     return found.labels if (task or CLASSIFICATION) == CLASSIFICATION else None
@@ -91,14 +106,14 @@ def _stamp(path: Path) -> tuple[int, int, int]:
 
 
 @functools.lru_cache(maxsize=64)
-def _look_path(path: str, task: str, _mtime_ns: int, _size: int, _ctime_ns: int) -> Look:
-    """Cached per (path, task, mtime, size, ctime): the dashboard validates on every form change."""
+def _look_path(path: str, task: str, _mtime_ns: int, _size: int, _ctime_ns: int, columns: Columns = DEFAULT) -> Look:
+    """Cached per (path, task, mtime, size, ctime, columns): the dashboard validates on every form change."""
     file = Path(path)
     if file.is_dir():
         from datasets import load_from_disk
 
         try:
-            return _look_dataset(load_from_disk(path), task, file.name)
+            return _look_dataset(load_from_disk(path), task, file.name, columns)
         except (OSError, ValueError) as error:
             return Look((f"{file.name} cannot be read as a Dataset.save_to_disk() folder ({error}).",))
     text, problem = datafiles.read_text(file)
@@ -106,27 +121,27 @@ def _look_path(path: str, task: str, _mtime_ns: int, _size: int, _ctime_ns: int)
         return Look((problem,))
     if file.suffix == ".txt":
         return Look(rows=None)
-    records, problems = datafiles.records(text, file.name, file.suffix)
+    records, problems = datafiles.records(text, file.name, file.suffix, columns)
     if problems:
         return Look(tuple(problems))
-    return _look_records(records, task, file.name)
+    return _look_records(records, task, file.name, columns)
 
 
-def _look_records(records: list[tuple[str, dict]], task: str, name: str) -> Look:
+def _look_records(records: list[tuple[str, dict]], task: str, name: str, columns: Columns = DEFAULT) -> Look:
     """Column and label checks on rows read from a file."""
     found = list(dict.fromkeys(key for _, row in records for key in row))
-    needed = [TEXT, LABEL] if task == CLASSIFICATION else [TEXT]
-    missing = [column for column in needed if column not in found]
+    missing = [column for column in _needed(columns, task) if column not in found]
     if missing:
-        return Look(tuple(_missing_column(name, column, found, task) for column in missing), rows=len(records))
-    problems = text_problems(name, [(where, row.get(TEXT)) for where, row in records])
+        return Look(tuple(missing_column(name, column, found, task, columns) for column in missing),
+                    rows=len(records))
+    problems = text_problems(name, [(where, row.get(columns.text)) for where, row in records], columns.text)
     labels = None
     if task == CLASSIFICATION:
         values: dict = {}
         for where, row in records:
-            value = row.get(LABEL)
+            value = row.get(columns.label)
             values.setdefault(_key(value), (value, where))
-        labels, label_problems = labels_from_values(name, list(values.values()))
+        labels, label_problems = labels_from_values(name, list(values.values()), columns.label)
         problems += label_problems
     return Look(tuple(problems), labels if not problems else None, len(records))
 
@@ -136,16 +151,8 @@ def _key(value):
     return (type(value).__name__, value if isinstance(value, (int, float, str, bool, type(None))) else repr(value))
 
 
-def _missing_column(name: str, column: str, found: list[str], task: str) -> str:
-    what = ("each row's class, an id 0..K-1 or a name" if column == LABEL else
-            "the text to classify" if task == CLASSIFICATION else "the text to learn from")
-    shown = ", ".join(repr(c) for c in found) or "none"
-    if column == TEXT and "input_ids" in found:
-        # Already tokenized, usually padded to one length: per-batch padding could not shorten those rows.
-        return (f"{name} is already tokenized (columns {shown}) and has no {TEXT!r} column; ortnb runs tokenize the "
-                "text themselves, so batches can be padded to their longest row (padding='longest'): pass the raw "
-                f"text in a {TEXT!r} column instead of input_ids.")
-    return f"{name} has no {column!r} column for {what} (columns found: {shown}); rename that column to {column!r}."
+def _needed(columns: Columns, task: str) -> list[str]:
+    return columns.needed("causal-lm" if task != CLASSIFICATION else task)
 
 
 def text_problems(name: str, values: list[tuple[str, object]], column: str = TEXT) -> list[str]:
@@ -164,11 +171,12 @@ def text_problems(name: str, values: list[tuple[str, object]], column: str = TEX
 # -- labels --------------------------------------------------------------------------------------
 
 
-def labels_from_values(name: str, values: list[tuple[object, str]]) -> tuple[Labels | None, list[str]]:
+def labels_from_values(name: str, values: list[tuple[object, str]],
+                       column: str = LABEL) -> tuple[Labels | None, list[str]]:
     """Labels from each distinct label value and where it first occurs; or why they cannot train a classifier."""
     first_of_kind: dict[type, str] = {}  # one message per kind of bad value: the first says what to fix
     for value, where in values:
-        problem = _label_value_problem(name, value, where)
+        problem = _label_value_problem(name, value, where, column)
         if problem:
             first_of_kind.setdefault(type(value), problem)
     if first_of_kind:
@@ -176,18 +184,45 @@ def labels_from_values(name: str, values: list[tuple[object, str]]) -> tuple[Lab
     names = [(value, where) for value, where in values if isinstance(value, str)]
     ids = [(value, where) for value, where in values if not isinstance(value, str)]
     if names and ids:
-        return None, [f"{name}: the {LABEL!r} column mixes numbers and names ({ids[0][0]!r} at {ids[0][1]}, "
+        return None, [f"{name}: the {column!r} column mixes numbers and names ({ids[0][0]!r} at {ids[0][1]}, "
                       f"{names[0][0]!r} at {names[0][1]}); use class ids 0..K-1 or class names, not both."]
     if len(values) < 2:
         return None, [f"{name}: every row has the label {values[0][0]!r}; a classifier needs at least two classes."]
     if names:
+        variants = spelling_problem(name, names, column)
+        if variants:
+            return None, [variants]
         return Labels(len(names), tuple(sorted(value for value, _ in names)), mapped=True), []
     return _integer_labels(name, ids)
 
 
-def _label_value_problem(name: str, value, where: str) -> str | None:
+def spelling_problem(name: str, names: list[tuple[str, str]], column: str = LABEL, most: int = 3) -> str | None:
+    """Class names that differ only by case or surrounding spaces ('pos', ' pos', 'Pos'), with the row where each
+    spelling first occurs; None when every class is spelled one way. Refused rather than noted: they would train
+    as separate classes, splitting one class's rows over several outputs of the head, and no run on such labels
+    is what its author meant; merging them silently would change the data behind the author's back."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for value, where in names:
+        groups.setdefault(value.strip().casefold(), []).append((value, where))
+    clashes = [sorted(group, key=lambda pair: _position(pair[1])) for group in groups.values() if len(group) > 1]
+    if not clashes:
+        return None
+    shown = "; ".join(", ".join(f"{value!r} (first at {where})" for value, where in group) for group in clashes[:most])
+    more = f"; and {len(clashes) - most} more such classes" if len(clashes) > most else ""
+    example = clashes[0][0][0].strip()
+    return (f"{name}: the {column!r} column spells one class in several ways ({shown}{more}), which would train as "
+            f"separate classes; write each class one way in the file (e.g. every one of these as {example!r}).")
+
+
+def _position(where: str) -> int:
+    """'line 12' -> 12, for ordering the places a value first occurs."""
+    number = where.rpartition(" ")[2]
+    return int(number) if number.isdigit() else 0
+
+
+def _label_value_problem(name: str, value, where: str, column: str = LABEL) -> str | None:
     if value is None:
-        return f"{name} {where} has no label; give every row a {LABEL!r} or remove the rows without one."
+        return f"{name} {where} has no label; give every row a {column!r} or remove the rows without one."
     if isinstance(value, bool):
         return f"{name} {where}: label {value!r} is a boolean; use class ids 0/1 or class names."
     if isinstance(value, float):
@@ -219,42 +254,42 @@ def _integer_labels(name: str, ids: list[tuple[int, str]]) -> tuple[Labels | Non
 _DATASETS: dict[tuple[str, str], Look] = {}
 
 
-def _look_dataset_cached(dataset, task: str) -> Look:
+def _look_dataset_cached(dataset, task: str, columns: Columns = DEFAULT) -> Look:
     """Cached by the Dataset's fingerprint, which changes with every transform of its rows."""
-    key = (getattr(dataset, "_fingerprint", None) or str(id(dataset)), task)
+    key = (getattr(dataset, "_fingerprint", None) or str(id(dataset)), task, columns)
     if key not in _DATASETS:
         if len(_DATASETS) > 32:
             _DATASETS.clear()
-        _DATASETS[key] = _look_dataset(dataset, task, "the Dataset")
+        _DATASETS[key] = _look_dataset(dataset, task, "the Dataset", columns)
     return _DATASETS[key]
 
 
-def _look_dataset(dataset, task: str, name: str) -> Look:
+def _look_dataset(dataset, task: str, name: str, columns: Columns = DEFAULT) -> Look:
     if not hasattr(dataset, "features"):  # a DatasetDict: which split to train is not ours to guess
         return Look((f"{name} is a DatasetDict with splits {', '.join(dataset)}; pass one split, e.g. "
                      f"dataset['train'].",))
-    columns = list(dataset.column_names)
-    needed = [TEXT, LABEL] if task == CLASSIFICATION else [TEXT]
-    missing = [column for column in needed if column not in columns]
+    found = list(dataset.column_names)
+    missing = [column for column in _needed(columns, task) if column not in found]
     if missing:
-        return Look(tuple(_missing_column(name, column, columns, task) for column in missing), rows=len(dataset))
+        return Look(tuple(missing_column(name, column, found, task, columns) for column in missing),
+                    rows=len(dataset))
     if len(dataset) == 0:
         return Look((f"{name} has no rows.",), rows=0)
-    problems = _dataset_text_problems(dataset, name)
+    problems = _dataset_text_problems(dataset, name, columns.text)
     labels = None
     if task == CLASSIFICATION:
-        labels, label_problems = _dataset_labels(dataset, name)
+        labels, label_problems = _dataset_labels(dataset, name, columns.label)
         problems += label_problems
     return Look(tuple(problems), labels if not problems else None, len(dataset))
 
 
-def _dataset_text_problems(dataset, name: str) -> list[str]:
-    feature = dataset.features[TEXT]
+def _dataset_text_problems(dataset, name: str, text: str = TEXT) -> list[str]:
+    feature = dataset.features[text]
     dtype = getattr(feature, "dtype", type(feature).__name__)
     if dtype not in ("string", "large_string"):
-        return [f"{name}: column {TEXT!r} holds {dtype}, not strings; put the raw text in {TEXT!r} (ortnb tokenizes "
+        return [f"{name}: column {text!r} holds {dtype}, not strings; put the raw text in {text!r} (ortnb tokenizes "
                 "it)."]
-    column = _arrow_column(dataset, TEXT)
+    column = _arrow_column(dataset, text)
     if column.null_count:
         import pyarrow.compute as pc
 
@@ -265,13 +300,13 @@ def _dataset_text_problems(dataset, name: str) -> list[str]:
     import pyarrow.compute as pc
 
     if len(column) and pc.all(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(column)), 0)).as_py():
-        return [ALL_EMPTY.format(name=name, column=TEXT)]
+        return [ALL_EMPTY.format(name=name, column=text)]
     return []
 
 
-def _dataset_labels(dataset, name: str) -> tuple[Labels | None, list[str]]:
-    feature = dataset.features[LABEL]
-    column = _arrow_column(dataset, LABEL)
+def _dataset_labels(dataset, name: str, label: str = LABEL) -> tuple[Labels | None, list[str]]:
+    feature = dataset.features[label]
+    column = _arrow_column(dataset, label)
     distinct = column.unique().to_pylist()
     where = functools.partial(_first_row, column)
     names = getattr(feature, "names", None)
@@ -281,7 +316,7 @@ def _dataset_labels(dataset, name: str) -> tuple[Labels | None, list[str]]:
             return None, [f"{name} {where(bad[0])}: label {bad[0]} is not a class of the ClassLabel feature "
                           f"(ids 0..{len(names) - 1}: {', '.join(names)}); remove rows without a class."]
         return Labels(len(names), tuple(names)), []
-    return labels_from_values(name, [(value, where(value)) for value in distinct])
+    return labels_from_values(name, [(value, where(value)) for value in distinct], label)
 
 
 def _arrow_column(dataset, column: str):
@@ -300,3 +335,33 @@ def _first_row(column, value) -> str:
     mask = column.is_null() if value is None else pc.equal(column, value)
     row = pc.index(mask, True).as_py()
     return f"row {row}" if row >= 0 else "a row"  # NaN equals nothing, so it has no first row
+
+
+# -- held-out rows against the training rows ---------------------------------------------------------
+
+
+def display_name(dataset) -> str:
+    """How messages call a dataset: a file's name, a built-in's name, or "the Dataset"."""
+    if isinstance(dataset, (str, Path)):
+        return Path(dataset).name
+    return "the Dataset"
+
+
+def held_out_problem(held: Labels, train: Labels, held_name: str, train_name: str) -> str | None:
+    """Why a model trained on ``train``'s classes cannot score the held-out rows' classes, or None. Ids in one
+    file and names in the other are said as such (never matched up: which id means which name is the author's
+    to say), with the training classes in id order, so the way out is one find-and-replace."""
+    if train.names and not held.names:
+        order = ", ".join(f"{i} = {name!r}" for i, name in enumerate(train.names))
+        return (f"{held_name} gives its classes as ids (0..{held.count - 1}) where the training file {train_name} "
+                f"names them ({', '.join(train.names)}); write the names in {held_name} too. If its ids follow the "
+                f"training classes in sorted order, that is {order}.")
+    if held.names and not train.names:
+        return (f"{held_name} names its classes ({', '.join(held.names[:5])}) where the training file {train_name} "
+                f"gives them as ids 0..{train.count - 1}; write {held_name}'s labels as those ids too.")
+    unknown = (sorted(set(held.names) - set(train.names)) if held.names
+               else [str(i) for i in range(train.count, held.count)])
+    if not unknown:
+        return None
+    return (f"holds classes the training rows lack ({', '.join(unknown)}); the model cannot learn them: add "
+            "training rows of those classes or drop them from the eval set.")

@@ -1,12 +1,16 @@
 """Tokenized data kept between runs. Every run used to read and tokenize its dataset again (1 to 3 s for
 rotten_tomatoes on 2 cores, more for a large file), and compare/tune pay it once per measurement. An entry is
 keyed by everything the tokenized rows depend on: the tokenizer (its whole serialized form, not its name),
-the data's content (a file's bytes, a folder's files; a built-in's name and ortnb's version), the task,
-seq_len, padding, the held-out plan, the seed, the rows kept and the class names, and the versions of
-datasets and tokenizers. An edited data file or another tokenizer is another key, so a stale entry is never
-read; a damaged one is said once, deleted and tokenized again.
+the data's content (a file's bytes, a folder's files; a built-in's name and ortnb's version) and the columns
+read from it, the task, seq_len, padding, the held-out plan, the seed, the rows kept and the class names, and
+the versions of datasets and tokenizers. An edited data file or another tokenizer is another key, so a stale
+entry is never read; a damaged one is said once, deleted and tokenized again.
 
-    $ORTNB_CACHE/tokenized/<key>/entry.json   written last: the entry is whole
+An entry records a hash of its own content when it is written (every file of train/ and eval/, and what
+entry.json says of them) and is read only while that hash still holds: an entry edited in place (labels
+flipped and saved back) is said in one line, deleted and tokenized again, never trained on.
+
+    $ORTNB_CACHE/tokenized/<key>/entry.json   written last: the entry is whole; holds its content hash
                                  train/, eval/  datasets.save_to_disk
 """
 
@@ -21,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import files
+from .data_columns import DEFAULT, Columns
 
-FORMAT = 2  # 2: entries hold a bucket of rows and the count before it (train_total)
+FORMAT = 3  # 2: entries hold a bucket of rows and the count before it (train_total); 3: and their content hash
 KEEP = 16  # entries; the least recently used go first
 ENTRY = "entry.json"
 
@@ -53,7 +58,7 @@ class Lookup:
 
 
 def prepare(dataset, task: str, tokenizer, seq_len: int, *, plan, seed: int = 0, train_samples: int | None = None,
-            labels=None, padding: str = "max_length", root: Path | None = None) -> Lookup:
+            labels=None, padding: str = "max_length", root: Path | None = None, columns: Columns = DEFAULT) -> Lookup:
     """data.prepare, through the cache: the same rows, tokenized the same way.
 
     A short run keeps only the rows it reads (``train_samples``). Entries hold a bucket of rows instead
@@ -65,14 +70,14 @@ def prepare(dataset, task: str, tokenizer, seq_len: int, *, plan, seed: int = 0,
     root = Path(root) if root is not None else cache_root()
     bucket = rows_bucket(train_samples) if task != "causal-lm" else None  # a causal LM reads all its blocks
     key = cache_key(dataset, task, tokenizer, seq_len, plan=plan, seed=seed, train_samples=bucket,
-                    labels=labels, padding=padding)
+                    labels=labels, padding=padding, columns=columns)
     note = None
     if key is not None:
         found, note = _load(root / key)
         if found is not None:
             return Lookup(cut(found, train_samples, seed), True, key, root / key, time.perf_counter() - began)
     prepared = data.prepare(dataset, task, tokenizer, seq_len, plan=plan, seed=seed, train_samples=bucket,
-                            labels=labels, padding=padding)
+                            labels=labels, padding=padding, columns=columns)
     path = _store(root, key, prepared) if key is not None else None
     return Lookup(cut(prepared, train_samples, seed), False, key, path, time.perf_counter() - began, note)
 
@@ -103,7 +108,7 @@ def cut(prepared, train_samples: int | None, seed: int):
 
 
 def cache_key(dataset, task: str, tokenizer, seq_len: int, *, plan, seed: int, train_samples: int | None, labels,
-              padding: str) -> str | None:
+              padding: str, columns: Columns = DEFAULT) -> str | None:
     """The entry's name, or None where the data or the tokenizer cannot be identified by content (an
     in-memory dataset without a fingerprint, a slow tokenizer)."""
     import datasets
@@ -116,6 +121,7 @@ def cache_key(dataset, task: str, tokenizer, seq_len: int, *, plan, seed: int, t
         return None
     described = {"format": FORMAT, "ortnb": __version__, "datasets": datasets.__version__,
                  "tokenizers": tokenizers.__version__, "data": source, "eval_data": held_out, "tokenizer": words,
+                 "columns": [columns.text, columns.label],
                  "task": task, "seq_len": seq_len, "padding": padding, "seed": seed, "train_samples": train_samples,
                  "plan": [plan.enabled, plan.fraction, plan.samples],
                  "labels": None if labels is None else [labels.count, labels.names, labels.mapped]}
@@ -169,8 +175,13 @@ def tokenizer_identity(tokenizer) -> str | None:
     return hashlib.sha256(backend.to_str().encode() + json.dumps(settings, default=str).encode()).hexdigest()
 
 
+class Edited(ValueError):
+    """An entry whose content no longer matches the hash it recorded when it was written."""
+
+
 def _load(path: Path):
-    """(Prepared, None) for a whole entry, (None, None) for none, (None, note) for a damaged one (deleted)."""
+    """(Prepared, None) for a whole entry, (None, None) for none, (None, note) for a damaged or edited one
+    (deleted)."""
     from datasets import load_from_disk
 
     from .data import Prepared
@@ -181,15 +192,31 @@ def _load(path: Path):
         entry = json.loads((path / ENTRY).read_text())
         if entry.get("format") != FORMAT:
             raise ValueError(f"format {entry.get('format')!r}, expected {FORMAT}")
+        if entry.get("content") != content_hash(path, entry):
+            raise Edited()
         train = load_from_disk(str(path / "train"))
         evaluation = load_from_disk(str(path / "eval")) if entry["eval_rows"] is not None else None
         if len(train) != entry["train_rows"] or (evaluation is not None and len(evaluation) != entry["eval_rows"]):
             raise ValueError("its row counts differ from what it recorded")
         os.utime(path / ENTRY)  # recently used: pruned last
         return Prepared(train, evaluation, entry["eval_texts"], entry.get("train_total")), None
+    except Edited:
+        shutil.rmtree(path, ignore_errors=True)
+        return None, (f"the tokenized-data cache entry {path} was damaged or edited after it was written (its "
+                      "content no longer matches the hash it recorded); tokenized the data again")
     except Exception as error:  # noqa: BLE001 - whatever a damaged entry raises (pyarrow's own errors too): tokenize
         shutil.rmtree(path, ignore_errors=True)
         return None, f"the tokenized-data cache entry {path} was damaged ({error}); tokenized the data again"
+
+
+def content_hash(path: Path, entry: dict) -> str:
+    """sha256 of the files save_to_disk wrote under train/ and eval/ (names and bytes) and of what entry.json says
+    besides this hash: any edit of the rows, the held-out texts or the counts changes it. The cache-*.arrow files
+    that datasets writes beside them on a shuffle or a map are not the entry's content, so they are left out."""
+    parts = sorted(p for folder in ("train", "eval") if (path / folder).is_dir() for p in (path / folder).iterdir()
+                   if p.is_file() and (p.name.startswith("data-") or p.suffix == ".json"))
+    said = json.dumps({k: v for k, v in entry.items() if k != "content"}, sort_keys=True, default=str)
+    return hashlib.sha256((_digest(parts, path) + said).encode()).hexdigest()
 
 
 def _store(root: Path, key: str, prepared) -> Path | None:
@@ -202,10 +229,11 @@ def _store(root: Path, key: str, prepared) -> Path | None:
         prepared.train.save_to_disk(str(staging / "train"))
         if prepared.evaluation is not None:
             prepared.evaluation.save_to_disk(str(staging / "eval"))
-        files.write_atomic(staging / ENTRY, json.dumps({
-            "format": FORMAT, "train_rows": len(prepared.train),
-            "eval_rows": None if prepared.evaluation is None else len(prepared.evaluation),
-            "eval_texts": prepared.eval_texts, "train_total": prepared.train_total}))
+        entry = {"format": FORMAT, "train_rows": len(prepared.train),
+                 "eval_rows": None if prepared.evaluation is None else len(prepared.evaluation),
+                 "eval_texts": prepared.eval_texts, "train_total": prepared.train_total}
+        entry["content"] = content_hash(staging, entry)  # the files as written: a later edit reads as a miss
+        files.write_atomic(staging / ENTRY, json.dumps(entry))
         try:
             staging.rename(final)
         except OSError:  # another run stored the same entry first: theirs is as good

@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import assets, data_checks, model_checks
+from . import assets, data_checks, data_columns, model_checks
+from .data_columns import Columns
 from .hardware import Capabilities, capabilities
 from .config import Precision, RunConfig, Task
 from .errors import ConfigError
@@ -63,7 +64,7 @@ def notes(cfg: RunConfig) -> list[str]:
     task = run_task(cfg)
     if task == Task.SEQUENCE_CLASSIFICATION and not _builtin_model(cfg.model) and isinstance(cfg.model, str):
         try:
-            labels = data_checks.labels(cfg.dataset, task)
+            labels = data_checks.labels(cfg.dataset, task, Columns.of(cfg))
         except ConfigError:
             labels = None
         plan = model_checks.head_plan(model_checks.saved_config(cfg.model), labels)
@@ -228,23 +229,14 @@ def _check_evaluation(cfg, task: str, train: data_checks.Look, problems):
         problems.append(Problem("eval_dataset", f"{cfg.eval_dataset} is a built-in training set; leave eval_dataset "
                                                 "None to use its own held-out split, or pass a file."))
         return
-    held = data_checks.look(cfg.eval_dataset, task)
+    held = data_checks.look(cfg.eval_dataset, task, Columns.of(cfg))
     problems.extend(Problem("eval_dataset", message) for message in held.problems)
     if held.problems or held.labels is None or train.labels is None:
         return
-    unknown = _unseen_classes(held.labels, train.labels)
-    if unknown:
-        problems.append(Problem("eval_dataset", f"holds classes the training rows lack ({', '.join(unknown)}); the "
-                                                "model cannot learn them: add training rows of those classes or drop "
-                                                "them from the eval set."))
-
-
-def _unseen_classes(held: data_checks.Labels, train: data_checks.Labels) -> list[str]:
-    if held.names and train.names:
-        return sorted(set(held.names) - set(train.names))
-    if held.names or train.names:  # names in one, ids in the other: nothing maps one to the other
-        return list(held.names or [str(i) for i in range(held.count)])[:5]
-    return [str(i) for i in range(train.count, held.count)]
+    problem = data_checks.held_out_problem(held.labels, train.labels, data_checks.display_name(cfg.eval_dataset),
+                                           data_checks.display_name(cfg.dataset))
+    if problem:
+        problems.append(Problem("eval_dataset", problem))
 
 
 def _check_report_to(cfg, problems):
@@ -427,11 +419,13 @@ def _dataset_task(cfg, problems) -> str | None:
 
 def _check_data(cfg, caps, problems):
     """What a cheap look at the rows finds (data_checks): encoding, bad lines, columns, labels."""
-    if any(p.field == "dataset" for p in problems):
+    named = data_columns.field_problems(cfg.text_column, cfg.label_column)
+    problems.extend(Problem(field, message) for field, message in named)
+    if named or any(p.field == "dataset" for p in problems):
         return  # the data is missing or of the wrong kind: looking inside would only repeat that
     text_file = isinstance(cfg.dataset, str) and cfg.dataset.endswith(".txt")
     task = "causal-lm" if text_file else run_task(cfg)
-    found = data_checks.look(cfg.dataset, task)
+    found = data_checks.look(cfg.dataset, task, Columns.of(cfg))
     problems.extend(Problem("dataset", message) for message in found.problems)
     if not found.problems:
         _check_evaluation(cfg, task, found, problems)

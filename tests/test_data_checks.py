@@ -41,7 +41,8 @@ BAD_FILES = [  # (file name, content, what the one problem must say)
     ("rows.txt", b"To be\xff or not", r"^rows\.txt is not UTF-8 text: byte 5 \(line 1\) is 0xff"),
     ("rows.csv", "text,sentiment\nfine,pos\nbad,neg\n",
      r"^rows\.csv has no 'label' column for each row's class, an id 0\.\.K-1 or a name \(columns found: 'text', "
-     r"'sentiment'\); rename that column to 'label'\.$"),
+     r"'sentiment'\); set label_column='sentiment' \(in the Dashboard: the label column choice\), or name that "
+     r"column 'label' in the file\.$"),
     ("rows.csv", 'text,label\n"abc,0\nx,1\n',
      r"^rows\.csv line 2 is not valid CSV \(unexpected end of data\); check the quotes that start there\.$"),
     ("rows.csv", "text,label\na,b,0\nc,1\n",
@@ -167,8 +168,9 @@ def test_dataset_in_memory_is_checked_the_same_way():
         return [p.message for p in validate(classifier(Dataset.from_dict(columns)), CPU)]
 
     assert problems(sentence=["a", "b"], label=[0, 1]) == [
-        "the Dataset has no 'text' column for the text to classify (columns found: 'sentence', 'label'); rename that "
-        "column to 'text'."]
+        "the Dataset has no 'text' column for the text to classify (columns found: 'sentence', 'label'); set "
+        "text_column='sentence' (in the Dashboard: the text column choice), or name that column 'text' in the file."]
+
     assert problems(text=[], label=[]) == ["the Dataset has no rows."]
     assert problems(text=[1, 2], label=[0, 1]) == [
         "the Dataset: column 'text' holds int64, not strings; put the raw text in 'text' (ortnb tokenizes it)."]

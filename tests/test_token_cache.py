@@ -158,3 +158,54 @@ def test_a_second_run_on_the_same_data_reads_its_tokens_from_the_cache(tmp_path)
     assert [first[0]["cached"], second[0]["cached"]] == [False, True]
     assert first[0]["cache_key"] == second[0]["cache_key"] and first[0]["train_rows"] == second[0]["train_rows"] == 24
     assert second[0]["eval_rows"] == 4 and len(first) == len(second) == 1
+
+
+def test_an_entry_edited_in_place_is_said_in_one_line_and_tokenized_again(tmp_path, tokenizer, counted):
+    # The user's case: the stored rows loaded, their labels flipped and saved back over the entry's train/.
+    from datasets import load_from_disk
+
+    rows = tmp_path / "rows.csv"
+    rows.write_text(CSV)
+    root = tmp_path / "cache"
+    first = prepare(rows, tokenizer, root)
+    stored = load_from_disk(str(first.path / "train"))
+    flipped = stored.map(lambda row: {"labels": 1 - row["labels"]}, keep_in_memory=True)
+    flipped.save_to_disk(str(tmp_path / "flipped"))
+    del stored
+    import shutil
+    shutil.rmtree(first.path / "train")
+    shutil.move(str(tmp_path / "flipped"), str(first.path / "train"))
+    again = prepare(rows, tokenizer, root)
+    assert not again.hit and len(counted) == 2
+    assert again.note == (f"the tokenized-data cache entry {first.path} was damaged or edited after it was written "
+                          "(its content no longer matches the hash it recorded); tokenized the data again")
+    assert "\n" not in again.note
+    assert again.prepared.train["labels"] == first.prepared.train["labels"]  # the file's labels, not the flipped ones
+    last = prepare(rows, tokenizer, root)
+    assert last.hit and last.note is None and last.prepared.train["labels"] == first.prepared.train["labels"]
+
+
+def test_the_held_out_texts_in_entry_json_are_part_of_the_hash(tmp_path, tokenizer, counted):
+    rows = tmp_path / "rows.csv"
+    rows.write_text(CSV)
+    root = tmp_path / "cache"
+    first = prepare(rows, tokenizer, root)
+    entry = json.loads((first.path / token_cache.ENTRY).read_text())
+    (first.path / token_cache.ENTRY).write_text(json.dumps({**entry, "eval_texts": ["edited"] * 10}))
+    again = prepare(rows, tokenizer, root)
+    assert not again.hit and "was damaged or edited after it was written" in again.note
+    assert again.prepared.eval_texts == first.prepared.eval_texts
+
+
+def test_a_mapped_column_is_another_entry(tmp_path, tokenizer, counted):
+    from ortnb.data_columns import Columns
+
+    rows = tmp_path / "rows.csv"
+    rows.write_text(CSV.replace("text,label", "text,label,review", 1).replace("\n", ",x\n").replace(
+        "text,label,review,x\n", "text,label,review\n", 1))
+    mapped = Columns(text="review")
+    plain = prepare(rows, tokenizer, tmp_path / "cache")
+    other = prepare(rows, tokenizer, tmp_path / "cache", columns=mapped,
+                    labels=data.labels_for(str(rows), "sequence-classification", mapped))
+    assert plain.key != other.key and not other.hit
+    assert set(other.prepared.eval_texts) == {"x"}

@@ -1,6 +1,9 @@
 """The device's data: rows read without PyTorch or transformers, encoded for the graph's inputs, and
 served in batches padded to their longest row. Each step's batch follows from (seed, step) alone, so a
-resumed run sees the data it would have seen without the break."""
+resumed run sees the data it would have seen without the break.
+
+Columns are read as runs read them (``data_columns``): the text in ``text`` (or token ids in ``input_ids``) and
+the class in ``label``, or the columns a ``Columns`` mapping names; a file that trains one way trains the other."""
 
 from __future__ import annotations
 
@@ -10,11 +13,12 @@ from pathlib import Path
 import numpy as np
 
 from .. import data_checks, datafiles
+from ..data_columns import DEFAULT, LABEL, TEXT, Columns, missing_column
 from ..errors import ConfigError
 from .manifest import Manifest
 
-TEXT_COLUMNS = ("text", "sentence")
-LABEL_COLUMNS = ("label", "labels")
+TEXT_COLUMNS = (TEXT,)  # one name each, the runs' (a 'sentence' column was taken here and refused by runs)
+LABEL_COLUMNS = (LABEL,)
 PAD_TO_MULTIPLE = 8  # as ortnb's other runs pad: fewer distinct shapes for ORT to plan
 
 
@@ -38,18 +42,33 @@ def read_rows(dataset) -> list[dict]:
                       f"not {type(dataset).__name__}")
 
 
-def read_named(dataset, what: str = "dataset") -> tuple[list[dict], list[str] | None, str]:
+def read_named(dataset, what: str = "dataset",
+               columns: Columns = DEFAULT) -> tuple[list[dict], list[str] | None, str]:
     """(rows, where each row is, name): a file's rows are named by their line ("rows.jsonl line 3") as
-    validate() names them for runs, so the same bad row reads the same in both; other rows by number."""
+    validate() names them for runs, so the same bad row reads the same in both; other rows by number.
+    With a ``columns`` mapping the rows come back under the names runs read (``text``, ``label``), so what is
+    stored for the worker needs no mapping of its own."""
     if isinstance(dataset, (str, Path)):
         path = Path(dataset).expanduser()
         try:
-            found = datafiles.read_records(path)
+            found = datafiles.read_records(path, columns)
         except ConfigError as error:  # datafiles says "dataset:"; an eval file's problem names eval_dataset
             raise ConfigError([what + p[len("dataset"):] if p.startswith("dataset:") else p
                                for p in error.problems]) from None
-        return [row for _, row in found], [where for where, _ in found], f"{what}: {path.name}"
-    return read_rows(dataset), None, what
+        name = f"{what}: {path.name}"
+        return _renamed([row for _, row in found], columns, name), [where for where, _ in found], name
+    return _renamed(read_rows(dataset), columns, what), None, what
+
+
+def _renamed(rows: list[dict], columns: Columns, what: str) -> list[dict]:
+    """Rows with the mapped columns under the names runs read; the columns must be there (said as runs say it)."""
+    if not columns.mapped or not rows:
+        return rows
+    found = list(dict.fromkeys(key for row in rows for key in row))
+    missing = [column for column in (columns.text, columns.label) if column not in found]
+    if missing:
+        raise ConfigError([missing_column(what, column, found, None, columns) for column in missing])
+    return [{TEXT: row.get(columns.text), LABEL: row.get(columns.label)} for row in rows]
 
 
 def _read_file(path: Path) -> list[dict]:
@@ -76,14 +95,15 @@ def encode(rows: list[dict], info: Manifest, tokenizer_path: Path | None, what: 
     where = where or [f"row {i + 1}" for i in range(len(rows))]
     if not rows:
         raise ConfigError(f"{what} is empty: it needs at least one row")
-    columns = set(rows[0])
-    label = next((c for c in LABEL_COLUMNS if c in columns), None)
-    text = next((c for c in TEXT_COLUMNS if c in columns), None)
-    if label is None or (text is None and "input_ids" not in columns):
-        raise ConfigError(
-            f"{what} has columns {sorted(columns)}, which do not match the graph: its inputs are "
-            f"{', '.join(info.inputs)} and {info.label_input}. Give a text column ({' or '.join(TEXT_COLUMNS)}) "
-            f"or input_ids, and a label column ({' or '.join(LABEL_COLUMNS)})")
+    found = list(rows[0])
+    text = TEXT if TEXT in found else None  # token ids in input_ids stand in for the text
+    missing = [column for column in (TEXT, LABEL) if column not in found
+               and not (column == TEXT and "input_ids" in found)]
+    if missing:
+        # the message runs get for the same file (data_columns), naming what the graph takes instead of text
+        raise ConfigError([missing_column(what, column, found, None, mappable=False)
+                           + (" Or give input_ids instead of text." if column == TEXT else "") for column in missing])
+    label = LABEL
     labels = _labels([row.get(label) for row in rows], info, what, where, label)
     if text is not None:
         # The text checks runs get (data_checks): a missing, null, number or list text, or all texts empty,
@@ -123,10 +143,9 @@ def _labels(values: list, info: Manifest, what: str, where: list[str], column: s
     names = {str(name): int(index) for index, name in info.id2label.items()}
     out = []
     for at, value in zip(where, values):
-        if column == data_checks.LABEL and (value is None or isinstance(value, (bool, float))):
+        if value is None or isinstance(value, (bool, float)):
             # A missing, boolean or fractional label: the words validate() gives runs for the same row
-            # (they name the 'label' column, so the edge-only 'labels' column keeps the message below).
-            raise ConfigError(data_checks._label_value_problem(what, value, at))
+            raise ConfigError(data_checks._label_value_problem(what, value, at, column))
         if isinstance(value, str) and value in names:
             value = names[value]
         elif isinstance(value, str) and value.strip().lstrip("-").isdigit():

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .. import evaluation, files
 from ..config import DEFAULT_STEPS, RunConfig
+from ..data_columns import Columns
 from ..errors import ConfigError
 from . import layout, orphan
 from .evaluation import ClassificationMetrics, EvalCallback
@@ -84,7 +85,7 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
     phase("tokenizing")
     padding, grouping = data.padding_plan(cfg.padding, cfg.length_grouping, task)
     looked_up = token_cache.prepare(cfg.dataset, task, tokenizer, cfg.seq_len, plan=data.EvalPlan.of(cfg),
-                                    seed=cfg.seed, labels=labels, padding=padding,
+                                    seed=cfg.seed, labels=labels, padding=padding, columns=Columns.of(cfg),
                                     train_samples=cfg.max_steps * cfg.batch_size * world if cfg.max_steps else None)
     if writer:
         writer.event("data", **looked_up.record())
@@ -190,7 +191,8 @@ def _load_model(cfg: RunConfig, task: str, writer):
     fit them, said in the run log and the stream), the tokenizer checked as validate() checks it."""
     from .. import assets, data, model_checks
 
-    labels = data.labels_for(cfg.dataset, task)  # the data's classes size and name the head (None: causal LM)
+    # the data's classes size and name the head (None: causal LM), read from the columns the config names
+    labels = data.labels_for(cfg.dataset, task, Columns.of(cfg))
     builtin = cfg.model in assets.MODELS
     plan = model_checks.head_plan(None if builtin else model_checks.saved_config(cfg.model), labels)
     model, tokenizer = assets.load_model(cfg.model, task, labels=plan.labels, new_head=plan.new_head)
