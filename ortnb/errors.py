@@ -28,6 +28,11 @@ class RunFolderError(ValueError):
     message names the file and what can still be done."""
 
 
+class WeightsError(ValueError):
+    """A saved model's weights cannot be used: a file cut short or not safetensors, or weights of another
+    architecture than its config.json names. The message names the file, why, and what to do."""
+
+
 class MissingDependencyError(ImportError):
     """An optional package is not installed; the message says what to install."""
 

@@ -125,12 +125,17 @@ def find_model_dir(folder: Path) -> Path:
         print(f"ortnb: exporting the best evaluation's weights (step {best['step']}, {best['metric']} "
               f"{best['value']:.4g}) from {best['folder']}")
         return Path(best["folder"])
-    if _is_model_dir(folder / "model"):
-        return folder / "model"
+    final = layout.final_model(folder)  # whole saves only: a model/ cut short is never exported
+    if final is not None and _is_model_dir(final):
+        return final
     checkpoints = [p for p in layout.checkpoints(folder) if _is_model_dir(p)]  # whole saves only, oldest first
     if checkpoints:
         return checkpoints[-1]
     if "backend" in _read_config(folder):  # an ortnb run folder (config.json holds its RunConfig)
+        cut = layout.cut_final_model(folder)
+        if cut:
+            raise FileNotFoundError(f"the run folder {str(folder)!r} holds no whole model: {cut}, and no whole "
+                                    "checkpoint-*/; launch the run again, or pass another run")
         raise FileNotFoundError(f"the run folder {str(folder)!r} holds no model yet (no model/ and no checkpoint-*/): "
                                 "the run has not finished, or failed before saving; wait for it or pass another run")
     raise FileNotFoundError(f"no config.json in {str(folder)!r}: pass the directory save_pretrained wrote "

@@ -119,9 +119,12 @@ def pad_choice(pad: str | None, eos: str | None, unk: str | None) -> tuple[str |
     return None, None
 
 
-def tokenizer_problems(tokenizer, name: str, task: str) -> TokenizerLook:
-    """What stops ``tokenizer`` from feeding a run, and what a user should know about it."""
+def tokenizer_problems(tokenizer, name: str, task: str, embeddings: int | None = None) -> TokenizerLook:
+    """What stops ``tokenizer`` from feeding a run, and what a user should know about it. ``embeddings``: rows
+    of the model's input embeddings (None: not known)."""
     size = len(tokenizer)
+    if embeddings is not None and size > embeddings:
+        return TokenizerLook((too_many_tokens(name, size, embeddings),))
     if size < MIN_VOCABULARY:
         return TokenizerLook((f"{name}'s tokenizer has only {size} tokens, so nearly every word would be read as "
                               "an unknown token; save the model's real tokenizer beside it "
@@ -137,15 +140,44 @@ def tokenizer_problems(tokenizer, name: str, task: str) -> TokenizerLook:
     return TokenizerLook(notes=(note,) if note else ())
 
 
+def too_many_tokens(name: str, tokens: int, embeddings: int) -> str:
+    return (f"{name}'s tokenizer has {tokens} tokens but the model's embeddings hold {embeddings} (config.json's "
+            f"vocab_size): a text with a token numbered {embeddings} or above would stop the run with 'index out of "
+            "range'. Save the tokenizer the model was trained with beside it, or grow the embeddings to fit: "
+            f"model.resize_token_embeddings(len(tokenizer)); model.save_pretrained('{name}').")
+
+
+def embedding_rows(saved: dict | None) -> int | None:
+    """Rows of a model's input embeddings as its config.json says (vocab_size; a multimodal model's text part)."""
+    saved = saved or {}
+    value = saved.get("vocab_size", (saved.get("text_config") or {}).get("vocab_size"))
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def weights_problems(folder: str, task: str) -> list[str]:
+    """Why a local folder's weights cannot start a run: a damaged weight file (named), or weights of another
+    architecture than config.json names (beyond a new head: the counts and a few names)."""
+    from . import weights
+
+    damaged = weights.folder_problems(folder)
+    if damaged:
+        return damaged
+    found = weights.fit(folder, task)
+    if found is None or found.fits:
+        return []
+    return [weights.describe_misfit(folder, found, saved_config(folder))]
+
+
 def look_tokenizer(folder: str, task: str) -> TokenizerLook:
     """The tokenizer of a local model folder (cached per folder state: the form checks on every change)."""
     path = Path(folder).expanduser()
     stamp = tuple((f, (path / f).stat().st_mtime_ns) for f in TOKENIZER_FILES if (path / f).exists())
-    return _look_tokenizer(str(path), task, stamp)
+    config = path / "config.json"  # its vocab_size is checked against the tokenizer
+    return _look_tokenizer(str(path), task, stamp, config.stat().st_mtime_ns if config.exists() else None)
 
 
 @functools.lru_cache(maxsize=16)
-def _look_tokenizer(folder: str, task: str, stamp: tuple) -> TokenizerLook:
+def _look_tokenizer(folder: str, task: str, stamp: tuple, _config_stamp: int | None = None) -> TokenizerLook:
     path = Path(folder)
     if not stamp:
         return TokenizerLook((f"{path.name} holds no tokenizer (none of {', '.join(TOKENIZER_FILES[:3])}, ...); "
@@ -161,4 +193,4 @@ def _look_tokenizer(folder: str, task: str, stamp: tuple) -> TokenizerLook:
     except Exception as error:  # noqa: BLE001 - any loader failure is the same problem for the user
         return TokenizerLook((f"{path.name}'s tokenizer cannot be loaded ({type(error).__name__}: "
                               f"{str(error).splitlines()[0][:200]}); save it again with tokenizer.save_pretrained.",))
-    return tokenizer_problems(tokenizer, path.name, task)
+    return tokenizer_problems(tokenizer, path.name, task, embedding_rows(saved_config(folder)))

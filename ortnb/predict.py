@@ -103,6 +103,9 @@ def load_folder(folder: Path):
 
     from .progress import without_progress_bars
 
+    from .weights import check_folder
+
+    check_folder(folder)  # a cut or foreign weight file is named here, not met as a bare SafetensorError
     config = json.loads((Path(folder) / "config.json").read_text())
     causal = any(a.endswith("ForCausalLM") for a in config.get("architectures", []))
     with without_progress_bars():

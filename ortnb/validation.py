@@ -432,6 +432,7 @@ def _check_data(cfg, caps, problems):
     folder = _local_model_folder(cfg)
     if folder is not None and not any(p.field == "model" for p in problems):
         problems.extend(Problem("model", message) for message in model_checks.look_tokenizer(str(folder), task).problems)
+        problems.extend(Problem("model", message) for message in model_checks.weights_problems(str(folder), task))
 
 
 def run_task(cfg) -> str:

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -170,4 +171,161 @@ def test_a_disk_that_fills_during_the_stop_checkpoint_fails_the_run_with_the_rea
     assert "What it was saving (checkpoint-" in run.error and "is removed: it could not be loaded" in run.error
     assert "Free space" in run.error and "Traceback" not in run.error.splitlines()[0]
     assert layout.checkpoints(run.run_dir) == [] and not list(run.run_dir.glob("checkpoint-*"))  # space given back
+    assert_no_workers_within(run)
+
+
+# -- the final weights (model/) and best/ are read only when whole -------------------------------------
+
+
+def whole_save(folder, model=None):
+    """A real save_pretrained folder (a tiny BERT), as the worker's save_model writes it."""
+    from .conftest import tiny_bert
+
+    (model or tiny_bert()).save_pretrained(folder)
+    return folder
+
+
+def cut(path, keep=0.5):
+    with open(path, "r+b") as handle:
+        handle.truncate(int(path.stat().st_size * keep))
+
+
+def test_model_counts_only_when_whole_and_an_old_folder_without_the_marker_still_reads(tmp_path):
+    run_dir = run_folder(tmp_path)
+    whole_save(run_dir / layout.MODEL)
+    assert layout.final_model(run_dir) == run_dir / layout.MODEL  # no marker, whole files (an older ortnb)
+    layout.mark_whole(run_dir / layout.MODEL)
+    assert layout.final_model(run_dir) == run_dir / layout.MODEL
+    assert layout.kept_text(run_dir).startswith("model/ (the final weights)")
+    cut(run_dir / layout.MODEL / "model.safetensors")
+    assert layout.final_model(run_dir) is None  # the marker's sizes no longer hold
+    (run_dir / layout.MODEL / layout.CHECKPOINT_MARKER).unlink()
+    assert layout.final_model(run_dir) is None  # nor does the file's own header
+    assert layout.kept_text(run_dir) == (f"nothing to load: the run wrote no evaluation's weights, no final model and "
+                                         f"no whole checkpoint ({run_dir / 'model'} is not whole (a save cut short by "
+                                         "a kill or a full disk))")
+    lone = run_folder(tmp_path / "lone")
+    (lone / layout.MODEL).mkdir()
+    (lone / layout.MODEL / "config.json").write_text('{"model_type": "bert"}')  # a lone config.json
+    assert layout.final_model(lone) is None
+
+
+class SavingTrainer:
+    """What save_final_model needs of a Trainer; ``dies`` ends the save half-way, as a kill or a full disk."""
+
+    def __init__(self, dies=False):
+        from types import SimpleNamespace
+
+        self.args, self.dies = SimpleNamespace(should_save=True), dies
+
+    def save_model(self, folder):
+        whole_save(folder)
+        if self.dies:
+            cut(Path(folder) / "model.safetensors")
+            raise OSError(28, "No space left on device")
+
+
+def test_the_final_save_is_renamed_into_place_whole_and_a_cut_save_leaves_no_model(tmp_path):
+    from ortnb.export import find_model_dir
+    from ortnb.runner.worker import save_final_model
+
+    run_dir = run_folder(tmp_path)
+    with pytest.raises(OSError):
+        save_final_model(SavingTrainer(dies=True), run_dir)
+    assert not (run_dir / layout.MODEL).exists() and (run_dir / "model.tmp").is_dir()
+    with pytest.raises(FileNotFoundError, match=r"holds no whole model: the final save in .*model.tmp never finished "
+                                                r"\(a kill or a full disk\)"):
+        find_model_dir(run_dir)
+    assert full_disk.remove_cut_short_saves(run_dir) == ["model.tmp"]
+    save_final_model(SavingTrainer(), run_dir)
+    assert layout.is_whole(run_dir / layout.MODEL) and not (run_dir / "model.tmp").exists()
+    assert find_model_dir(run_dir) == run_dir / layout.MODEL
+    cut(run_dir / layout.MODEL / "model.safetensors")
+    with pytest.raises(FileNotFoundError, match=r"holds no whole model: .*model is not whole \(a save cut short by a "
+                                                r"kill or a full disk\), and no whole checkpoint-\*/; launch the run "
+                                                r"again, or pass another run"):
+        find_model_dir(run_dir)
+    saved(run_dir / "checkpoint-6")
+    assert find_model_dir(run_dir) == run_dir / "checkpoint-6"  # the cut model/ is passed over
+
+
+def test_a_kill_between_the_two_renames_of_best_leaves_best_old_which_readers_use(tmp_path):
+    run_dir = run_folder(tmp_path)
+    old = whole_save(run_dir / "best.old")
+    (old / layout.BEST_MARKER).write_text(json.dumps({"step": 4, "metric": "accuracy", "value": 0.75}))
+    whole_save(run_dir / "best.tmp")  # the newer best, not yet renamed: never read
+    found = layout.best(run_dir)
+    assert found["step"] == 4 and found["folder"] == str(old)
+    assert layout.kept_text(run_dir).startswith("best/ (step 4, accuracy 0.75)")
+    from ortnb.export import find_model_dir
+
+    assert find_model_dir(run_dir) == old
+    staging = whole_save(run_dir / "best.tmp2")
+    (staging / layout.BEST_MARKER).write_text(json.dumps({"step": 8, "metric": "accuracy", "value": 0.8}))
+    layout.put_in_place(staging, run_dir / layout.BEST)
+    assert layout.best(run_dir)["step"] == 8 and not old.exists()
+
+
+def test_load_model_names_a_cut_or_foreign_weights_file(tmp_path):
+    from ortnb.errors import WeightsError
+    from ortnb.predict import load_folder
+
+    folder = whole_save(tmp_path / "m")
+    cut(folder / "model.safetensors")
+    with pytest.raises(WeightsError, match=rf"^{folder / 'model.safetensors'} is cut short: [\d,]+ of its [\d,]+ bytes "
+                                           r"are there \(a save interrupted by a kill or a full disk\); save the model "
+                                           r"again with model.save_pretrained\(folder\)"):
+        load_folder(folder)
+    (folder / "model.safetensors").write_bytes(os.urandom(4096))
+    with pytest.raises(WeightsError, match=r"model.safetensors is not a safetensors file \(its first bytes are no "
+                                           r"safetensors header"):
+        load_folder(folder)
+
+
+def test_weights_that_turned_nan_are_refused_naming_the_tensors_and_what_is_kept(tmp_path):
+    import torch
+
+    from ortnb.runner.worker import refuse_broken_weights
+
+    from .conftest import tiny_bert
+
+    run_dir = run_folder(tmp_path)
+    model = tiny_bert()
+    refuse_broken_weights(model, 3, run_dir)  # finite weights: nothing to say
+    with torch.no_grad():
+        model.bert.embeddings.word_embeddings.weight[0, 0] = float("nan")
+    best = whole_save(run_dir / layout.BEST)
+    (best / layout.BEST_MARKER).write_text(json.dumps({"step": 2, "metric": "accuracy", "value": 0.5}))
+    with pytest.raises(FloatingPointError, match=r"^The weights became NaN or infinite by step 3 \(1 of 41 tensors: "
+                                                 r"bert.embeddings.word_embeddings.weight\), after the last loss was "
+                                                 r"taken. model/ was not written: such weights predict nothing. Kept: "
+                                                 r"best/ \(step 2, accuracy 0.5\): load_model\(\), Try it and export "
+                                                 r"use it.*lower learning_rate"):
+        refuse_broken_weights(model, 3, run_dir)
+
+
+def test_an_evaluation_of_nan_weights_never_becomes_best(tmp_path):
+    from types import SimpleNamespace
+
+    from ortnb.runner.evaluation import EvalCallback
+
+    callback = EvalCallback(tmp_path, None, metric="accuracy", patience=None, interval=2, samples=8,
+                            metrics=SimpleNamespace(details={}))
+    state, control = SimpleNamespace(global_step=2, epoch=1.0, max_steps=4), SimpleNamespace()
+    callback.on_evaluate(None, state, control, metrics={"eval_loss": 0.7, "eval_accuracy": 0.5})
+    state.global_step = 4
+    # NaN logits: argmax picks class 0 everywhere, which can score a better accuracy than trained weights
+    callback.on_evaluate(None, state, control, metrics={"eval_loss": float("nan"), "eval_accuracy": 0.6})
+    assert callback.tracker.best_step == 2 and callback.tracker.best_value == 0.5
+
+
+@pytest.mark.slow
+def test_a_run_whose_weights_turn_nan_at_its_last_step_fails_and_offers_best(tmp_path, monkeypatch):
+    monkeypatch.setenv("ORTNB_FAULT", "nan:4")  # after the last step's loss: no loss ever shows it
+    run = ortnb.launch(tiny(tmp_path, backend="eager", max_steps=4, warmup_steps=0, eval_every=2))
+    assert run.wait(300) == "failed", run.error
+    assert "The weights became NaN or infinite by step 4 (1 of " in run.error
+    assert "Kept: best/ (step " in run.error and "Traceback" not in run.error
+    assert not (run.run_dir / layout.MODEL).exists() and layout.best(run.run_dir)["step"] in (0, 2)
+    assert run.model_folder()[0] == run.run_dir / layout.BEST
     assert_no_workers_within(run)

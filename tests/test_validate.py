@@ -195,3 +195,100 @@ def test_a_mistyped_local_model_path_reads_no_such_folder_not_a_hub_id(tmp_path,
     assert model_problems("./weights.bin") == [f"./weights.bin is a file, not a folder; {INSTEAD}"]
     assert model_problems("org/name") == [  # no folder org/ here: still a Hub id
         "org/name is a Hub id but HF_HUB_OFFLINE=1; use a local folder or a built-in model."]
+
+
+# -- the model folder's weights and tokenizer, before the run ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def saved_bert(tmp_path_factory):
+    """A tiny BERT classifier saved with MiniLM's real tokenizer (30522 tokens), as a user's folder."""
+    from transformers import AutoTokenizer
+
+    from ortnb import assets
+
+    from .conftest import tiny_bert
+
+    folder = tmp_path_factory.mktemp("models") / "bert"
+    tokenizer = AutoTokenizer.from_pretrained(assets.MODELS["minilm"].locate())
+    tiny_bert(vocab_size=len(tokenizer)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def copied(saved_bert, tmp_path, edit=None):
+    import shutil
+
+    folder = tmp_path / "model"
+    shutil.copytree(saved_bert, folder)
+    if edit:
+        edit(folder)
+    return folder
+
+
+def model_problems(folder, tmp_path) -> list[str]:
+    return [p.message for p in validate(good(model=str(folder), output_dir=str(tmp_path / "runs")), CPU)
+            if p.field == "model"]
+
+
+def test_a_whole_model_folder_passes(saved_bert, tmp_path):
+    assert model_problems(saved_bert, tmp_path) == []
+
+
+def test_a_config_naming_another_architecture_than_the_weights_is_refused(saved_bert, tmp_path):
+    def roberta(folder):
+        config = json.loads((folder / "config.json").read_text())
+        config.update(model_type="roberta", architectures=["RobertaForSequenceClassification"])
+        (folder / "config.json").write_text(json.dumps(config))
+
+    folder = copied(saved_bert, tmp_path, roberta)
+    [problem] = model_problems(folder, tmp_path)
+    assert problem.startswith(f"{folder / 'config.json'} names RobertaForSequenceClassification, but "
+                              f"{folder / 'model.safetensors'} does not hold its weights: 37 of the model's 41 weights "
+                              "are missing from the file and 41 of the file's 41 have no place in the model (e.g. "
+                              "roberta.embeddings.LayerNorm.bias")
+    assert "Training would start the missing ones from random values" in problem and "save_pretrained" in problem
+
+
+@pytest.mark.parametrize("damage, words", [
+    (lambda path: os.truncate(path, path.stat().st_size // 2), r"is cut short: [\d,]+ of its [\d,]+ bytes are there"),
+    (lambda path: path.write_bytes(os.urandom(5000)), r"is not a safetensors file"),
+])
+def test_a_cut_or_random_weights_file_is_refused_naming_it(saved_bert, tmp_path, damage, words):
+    folder = copied(saved_bert, tmp_path, lambda f: damage(f / "model.safetensors"))
+    [problem] = model_problems(folder, tmp_path)
+    assert re.match(rf"{re.escape(str(folder / 'model.safetensors'))} {words}", problem), problem
+    assert problem.endswith("save the model again with model.save_pretrained(folder), or copy the folder again from "
+                            "where it came from.")
+
+
+def test_a_tokenizer_with_more_tokens_than_the_embeddings_is_refused(saved_bert, tmp_path):
+    from .conftest import tiny_bert
+
+    folder = copied(saved_bert, tmp_path, lambda f: tiny_bert(vocab_size=1000).save_pretrained(f))
+    assert model_problems(folder, tmp_path) == [
+        "model's tokenizer has 30522 tokens but the model's embeddings hold 1000 (config.json's vocab_size): a text "
+        "with a token numbered 1000 or above would stop the run with 'index out of range'. Save the tokenizer the "
+        "model was trained with beside it, or grow the embeddings to fit: model.resize_token_embeddings("
+        "len(tokenizer)); model.save_pretrained('model')."]
+
+
+def test_tied_and_base_model_weights_fit_their_heads(tmp_path):
+    """No false refusals: a causal LM whose head is tied to its embeddings (saved once), a base model under a
+    new head, a head model read as a base model."""
+    import transformers
+
+    from ortnb import weights
+
+    from .conftest import tiny_bert
+
+    small = dict(vocab_size=120, n_positions=64, n_embd=32, n_layer=1, n_head=2)
+    transformers.GPT2LMHeadModel(transformers.GPT2Config(**small)).save_pretrained(tmp_path / "gpt2")
+    llama = transformers.LlamaConfig(vocab_size=120, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                     num_attention_heads=2, num_key_value_heads=2, tie_word_embeddings=True)
+    transformers.LlamaForCausalLM(llama).save_pretrained(tmp_path / "llama")
+    tiny_bert().bert.save_pretrained(tmp_path / "base")
+    for name, task in (("gpt2", "causal-lm"), ("llama", "causal-lm"), ("llama", "sequence-classification"),
+                       ("base", "sequence-classification")):
+        found = weights.fit(tmp_path / name, task)
+        assert found is not None and found.fits, (name, task, found)

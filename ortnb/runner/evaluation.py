@@ -10,13 +10,13 @@ never read as the best checkpoint.
 from __future__ import annotations
 
 import json
-import shutil
+import math
 import time
 from pathlib import Path
 
 from transformers import TrainerCallback
 
-from .. import evaluation, records
+from .. import evaluation, files, records
 from . import layout
 
 
@@ -58,12 +58,13 @@ class EvalCallback(TrainerCallback):
 
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
         record = self._record(state, metrics or {})
-        improved = self.tracker.update(state.global_step, evaluation.metric_value(record, self.tracker.metric),
-                                       evaluation.metric_value(record, "loss"))
+        loss = evaluation.metric_value(record, "loss")
+        # NaN weights still score an accuracy (argmax of NaN logits is class 0) but never become best/
+        value = evaluation.metric_value(record, self.tracker.metric) if _finite(loss) else None
+        improved = self.tracker.update(state.global_step, value, loss)
         record.update(best=improved, best_step=self.tracker.best_step, best_value=self.tracker.best_value)
         if improved and self.trainer is not None:
             self._save_best(state.global_step, record)
-        value = evaluation.metric_value(record, self.tracker.metric)
         # before the first step nothing was trained yet: a run trains at least until its next evaluation
         if self.reached is None and state.global_step > 0 and evaluation.reaches(self.tracker.metric, value,
                                                                                    self.target):
@@ -94,15 +95,15 @@ class EvalCallback(TrainerCallback):
     def _save_best(self, step: int, record: dict) -> None:
         """Every rank calls save_model (DeepSpeed gathers through it); the rank that saved (global rank 0, which
         across nodes is the writer of one node's folder only) marks the folder whole and moves it into place."""
-        staging = self.run_dir / (layout.BEST + ".tmp")
+        staging = self.run_dir / (layout.BEST + layout.STAGING)
         self.trainer.save_model(str(staging))
         if not self.trainer.args.should_save:
             return
         marker = {"step": step, "metric": self.tracker.metric, "value": self.tracker.best_value,
                   "epoch": record.get("epoch"), "wall_time": record["wall_time"]}
-        (staging / layout.BEST_MARKER).write_text(json.dumps(marker))
-        target, old = self.run_dir / layout.BEST, self.run_dir / (layout.BEST + ".old")
-        if target.exists():
-            target.rename(old)
-        staging.rename(target)
-        shutil.rmtree(old, ignore_errors=True)
+        files.write_atomic(staging / layout.BEST_MARKER, json.dumps(marker), durable=True)  # after the weights
+        layout.put_in_place(staging, self.run_dir / layout.BEST)
+
+
+def _finite(value) -> bool:
+    return value is None or math.isfinite(value)

@@ -45,11 +45,11 @@ def disk_full(error: BaseException, run_dir: Path) -> bool:
 
 
 def remove_cut_short_saves(run_dir: Path) -> list[str]:
-    """Delete the saves a full disk cut short, freeing the space the failure needs to be recorded: the best
-    weights' staging folder (best.tmp, renamed to best/ only once whole) and checkpoint folders never marked
-    whole. Whole checkpoints and best/ stay. Checkpoints only in a run whose saves are marked (an edge run
+    """Delete the saves a full disk cut short, freeing the space the failure needs to be recorded: the staging
+    folders of the best weights and of the final model (best.tmp, model.tmp: renamed into place only once whole)
+    and checkpoint folders never marked whole. Whole checkpoints and best/ stay. Checkpoints only in a run whose saves are marked (an edge run
     keeps its checkpoints as files under checkpoints/, written under a temporary name: none is cut)."""
-    cut = [p for p in (Path(run_dir) / (layout.BEST + ".tmp"),) if p.is_dir()]
+    cut = [p for p in (Path(run_dir) / (name + layout.STAGING) for name in (layout.BEST, layout.MODEL)) if p.is_dir()]
     if layout.marks_checkpoints(run_dir):  # else a folder from before markers: which save is whole is unknown
         whole = set(layout.checkpoints(run_dir))
         cut += [p for p in Path(run_dir).glob("checkpoint-*") if p.is_dir() and p not in whole]

@@ -115,13 +115,14 @@ class Run:
         best = self.best if which == "best" else None
         if best is not None:
             return Path(best["folder"]), f"the best evaluation (step {best['step']}, {layout.describe_value(best)})"
-        if (self.run_dir / layout.MODEL / "config.json").exists():
+        if layout.final_model(self.run_dir) is not None:
             return self.run_dir / layout.MODEL, "the final weights"
         checkpoints = layout.checkpoints(self.run_dir)
         if not checkpoints:
+            cut = layout.cut_final_model(self.run_dir)
             raise FileNotFoundError(f"{self.run_dir} holds no model and no whole checkpoint (status: "
-                                    f"{self.status}); a run saves its model when it completes and a "
-                                    "checkpoint when stop() ends it between steps.")
+                                    f"{self.status}{'; ' + cut if cut else ''}); a run saves its model when it "
+                                    "completes and a checkpoint when stop() ends it between steps: launch it again.")
         return checkpoints[-1], f"the last checkpoint ({checkpoints[-1].name})"
 
     def load_model(self, which: str = "best", quiet: bool = False):

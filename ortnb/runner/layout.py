@@ -13,8 +13,10 @@ STOP = "STOP"
 STATUS = "status.json"
 LOG = "run.log"
 PEAK = "peak.json"
-MODEL = "model"
+MODEL = "model"  # the final weights, written to STAGING beside it, marked whole, then renamed (worker.py)
 BEST = "best"  # the weights of the best evaluation (runner/evaluation.py)
+STAGING = ".tmp"  # model.tmp/, best.tmp/: a save under way (or cut short); never read
+REPLACED = ".old"  # best.old/: the previous best/ for the moment between two renames; read when best/ is gone
 BEST_MARKER = "ortnb-best.json"  # written last into best/: step, metric, value
 CHECKPOINT_MARKER = "ortnb-whole.json"  # written last into checkpoint-N/: every file of the save and its size
 HEARTBEAT = "heartbeat"  # touched every few seconds by the supervisor and the writing rank
@@ -75,13 +77,55 @@ def is_whole(folder: Path) -> bool:
         return False
 
 
+def put_in_place(staging: Path, target: Path) -> None:
+    """Rename a whole save ``staging`` to ``target``, replacing what was there: the old one is first renamed
+    aside (``<target>.old``), so a kill between the two renames leaves one whole folder that readers find
+    (``best()`` reads best.old/ when best/ is missing), then removed."""
+    import shutil
+
+    old = target.with_name(target.name + REPLACED)
+    if target.exists():
+        shutil.rmtree(old, ignore_errors=True)  # a leftover of an earlier kill: target itself is whole
+        target.rename(old)
+    staging.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
 def best(run_dir: Path) -> dict | None:
-    """The best evaluation's marker ({step, metric, value, ...}, with ``folder``) when best/ is whole; else None."""
-    folder = Path(run_dir) / BEST
+    """The best evaluation's marker ({step, metric, value, ...}, with ``folder``) when best/ is whole; else None.
+    A run killed between ``best -> best.old`` and ``best.tmp -> best`` (put_in_place) has only best.old/: the
+    previous best, whole, which is read instead."""
     from .. import files
 
-    marker = files.read_json_object(folder / BEST_MARKER)
-    return {**marker, "folder": str(folder)} if marker is not None else None
+    for folder in (Path(run_dir) / BEST, Path(run_dir) / (BEST + REPLACED)):
+        marker = files.read_json_object(folder / BEST_MARKER)
+        if marker is not None:
+            return {**marker, "folder": str(folder)}
+        if folder.exists():
+            return None  # a best/ without its marker is not whole, and best.old/ is then older than it
+    return None
+
+
+def final_model(run_dir: Path) -> Path | None:
+    """model/ when it holds the whole final save: marked whole (this version writes the marker before renaming
+    model.tmp/ into place) or, without a marker (a folder from before it, or one saved by hand), whole by
+    inspection (config.json readable, every safetensors file as long as its header says). Else None."""
+    folder = Path(run_dir) / MODEL
+    if (folder / CHECKPOINT_MARKER).exists():
+        return folder if is_whole(folder) else None
+    from .. import weights
+
+    return folder if weights.is_whole_save(folder) else None
+
+
+def cut_final_model(run_dir: Path) -> str | None:
+    """What a final save cut short left (model/ that is not whole, or model.tmp/), named for an error; else None."""
+    folder = Path(run_dir) / MODEL
+    if folder.exists() and final_model(run_dir) is None:
+        return f"{folder} is not whole (a save cut short by a kill or a full disk)"
+    if folder.with_name(MODEL + STAGING).exists() and not folder.exists():
+        return f"the final save in {folder.with_name(MODEL + STAGING)} never finished (a kill or a full disk)"
+    return None
 
 
 def describe_value(best: dict) -> str:
@@ -98,7 +142,7 @@ def kept_text(run_dir: Path) -> str:
     last whole checkpoint), and the checkpoint a resume starts from: what a stopped run's card and a forced
     stop's reason say (the stop once said "nothing to load" while best/ was there)."""
     run_dir = Path(run_dir)
-    found, model, saved = best(run_dir), (run_dir / MODEL / "config.json").exists(), checkpoints(run_dir)
+    found, model, saved = best(run_dir), final_model(run_dir) is not None, checkpoints(run_dir)
     if found is not None:
         used = f"best/ (step {found.get('step')}, {describe_value(found)})"
     elif model:
@@ -106,7 +150,9 @@ def kept_text(run_dir: Path) -> str:
     elif saved:
         used = f"{saved[-1].name} (the last whole checkpoint)"
     else:
-        return "nothing to load: the run wrote no evaluation's weights, no final model and no whole checkpoint"
+        cut = cut_final_model(run_dir)
+        return ("nothing to load: the run wrote no evaluation's weights, no final model and no whole checkpoint"
+                + (f" ({cut})" if cut else ""))
     resume = f"; resume from {saved[-1].name}" if saved else "; no whole checkpoint to resume from"
     return f"{used}: load_model(), Try it and export use it{resume}"
 

@@ -140,7 +140,8 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
         old, new = flops.raise_peak(dtype, callback.max_mfu * peak)
         writer.event("peak", dtype=dtype, old=old, new=new, reason="a step reached more than the measured peak")
     if not callback.stopped:  # a stopped run was checkpointed by Trainer (RunCallback asked for a save)
-        trainer.save_model(str(run_dir / layout.MODEL))
+        refuse_broken_weights(trainer.model, trainer.state.global_step, run_dir)
+        save_final_model(trainer, run_dir)
     if writer:
         writer.event("engine", **trainer.engine_report())
         final = {"forced": False} if outcome == "stopped" else {}
@@ -197,7 +198,7 @@ def _load_model(cfg: RunConfig, task: str, writer):
     plan = model_checks.head_plan(None if builtin else model_checks.saved_config(cfg.model), labels)
     model, tokenizer = assets.load_model(cfg.model, task, labels=plan.labels, new_head=plan.new_head)
     found = model_checks.TokenizerLook() if builtin else model_checks.tokenizer_problems(
-        tokenizer, Path(cfg.model).name, task)
+        tokenizer, Path(cfg.model).name, task, model.get_input_embeddings().num_embeddings)
     if found.problems:
         raise ConfigError([f"model: {p}" for p in found.problems])
     for note in [plan.note, *found.notes]:
@@ -205,6 +206,39 @@ def _load_model(cfg: RunConfig, task: str, writer):
             print(f"ortnb: {note}", flush=True)  # run.log
             writer.event("note", text=note)
     return model, tokenizer, plan.labels
+
+
+def save_final_model(trainer, run_dir: Path) -> None:
+    """model/ saved as checkpoints are: written to model.tmp/ (every rank calls save_model: DeepSpeed gathers
+    through it), marked whole by the rank that saved, then renamed into place. A kill or a full disk mid-save
+    leaves model.tmp/, which no reader opens, never a model/ with a cut model.safetensors."""
+    staging = run_dir / (layout.MODEL + layout.STAGING)
+    trainer.save_model(str(staging))
+    if trainer.args.should_save:
+        layout.mark_whole(staging)
+        layout.put_in_place(staging, run_dir / layout.MODEL)
+
+
+def non_finite_parameters(model) -> list[str]:
+    """Names of the parameters holding a NaN or an infinity."""
+    import torch
+
+    with torch.no_grad():
+        return [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]
+
+
+def refuse_broken_weights(model, step: int, run_dir: Path) -> None:
+    """A run whose weights turned NaN at its last step (no later loss shows it) fails instead of completing with
+    NaN in model/: FloatingPointError naming the tensors and what the folder still holds to load."""
+    broken = non_finite_parameters(model)
+    if not broken:
+        return
+    total = sum(1 for _ in model.parameters())
+    shown = ", ".join(broken[:3]) + (f" and {len(broken) - 3} more" if len(broken) > 3 else "")
+    raise FloatingPointError(
+        f"The weights became NaN or infinite by step {step} ({len(broken)} of {total} tensors: {shown}), after the "
+        f"last loss was taken. model/ was not written: such weights predict nothing. Kept: {layout.kept_text(run_dir)}. "
+        "Train again with a lower learning_rate, or precision='no' if mixed precision is on.")
 
 
 def parameter_checksum(model) -> float:
@@ -230,7 +264,7 @@ def _phase_announcer(writer):
 
 def _never_recreate_the_folder(trainer, run_dir: Path) -> None:
     """Trainer writes the engine report with os.makedirs when train() ends, even after a failure; if the
-    user deleted the run folder, that would bring it back holding only engine_report.json."""
+    user deleted the run folder, that would bring it back holding only .ortnb/engine_report.json."""
     write = trainer.write_engine_report
 
     def write_if_the_folder_exists():
