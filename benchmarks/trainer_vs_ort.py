@@ -20,7 +20,7 @@ Variants:
                must say engine == "onnxruntime"; time_to_first_step_s and first_forward_phases_s are kept.
   launched     ortnb.launch(RunConfig(model="minilm", backend="ort", optim=<Trainer's default>, batch 16,
                seq 128, fp32, 1 process, lr 5e-5, rotten_tomatoes)) exactly as a user would: supervisor and
-               worker processes, per-step metrics.jsonl records (logging every step), engine_report.json.
+               worker processes, per-step metrics.jsonl records (logging every step), .ortnb/engine_report.json.
                Step times are read from the metrics records; there a step is the interval between the ends
                of two steps (it includes fetching the batch and ortnb's per-step logging), and the first
                one starts at on_train_begin.
@@ -132,14 +132,14 @@ def _launched(batch: int, seq: int, steps: int, warmup: int) -> dict:
         step_records = sorted(run_metrics.steps(records), key=lambda r: r["step"])
         if [r["step"] for r in step_records] != list(range(1, steps + 1)):
             raise RuntimeError(f"expected step records 1..{steps}, got {[r['step'] for r in step_records]}")
-        report_path = Path(run.run_dir) / "engine_report.json"
+        report_path = Path(run.run_dir) / ".ortnb" / "engine_report.json"  # ortnb.training.trainer.engine_report_path
         report = (json.loads(report_path.read_text()) if report_path.exists()
                   else (run_metrics.events(records, "engine") or [{}])[-1])
         assert report.get("engine") == "onnxruntime", f"the launched run did not run ONNX Runtime: {report}"
         return {"step_times": [r["step_time"] for r in step_records], "optimizer": report.get("optimizer"),
                 "learning_rate": cfg.learning_rate, "engine": report["engine"], "attention": report.get("attention"),
                 "engine_report": {k: report.get(k) for k in ENGINE_FIELDS},
-                "engine_report_source": "engine_report.json" if report_path.exists() else "metrics engine event",
+                "engine_report_source": ".ortnb/engine_report.json" if report_path.exists() else "metrics engine event",
                 "config": cfg.to_dict(), "ortnb_mfu_median": run.summary().get("mfu")}
     finally:
         shutil.rmtree(output_dir, ignore_errors=True)

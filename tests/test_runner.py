@@ -58,7 +58,7 @@ def test_single_process_run_streams_metrics_while_the_kernel_stays_free(tmp_path
     assert summary["engine"] == "onnxruntime" and summary["steps_measured"] == 28
     model = run.load_model()
     assert type(model).__name__ == "BertForSequenceClassification"
-    assert json.loads((run.run_dir / "engine_report.json").read_text())["engine"] == "onnxruntime"
+    assert json.loads((run.run_dir / ".ortnb" / "engine_report.json").read_text())["engine"] == "onnxruntime"
     assert repr(run) == "Run('ort + AdamW', status='completed', steps=30)"
     # The phases before the first step, as they began; ORT's export and graph build come from ORTModule itself.
     phases = [e for e in run.events if e["event"] == "phase"]

@@ -7,10 +7,11 @@ import json
 import numpy as np
 import pytest
 import torch
-from transformers import (AutoModelForSequenceClassification, Trainer, TrainerCallback, TrainingArguments)
+from transformers import (AutoModelForSequenceClassification, BertForSequenceClassification, Trainer, TrainerCallback,
+                          TrainingArguments)
 
 from ortnb import ORTTrainer, ORTTrainingArguments
-from ortnb.errors import OrtFallbackError
+from ortnb.errors import OrtFallbackError, OrtnbWarning
 
 from .conftest import classification_dataset, tiny_bert
 
@@ -57,8 +58,10 @@ def test_migration_equivalence(tmp_path, train_data):
     assert set(phases) == {"export", "build_graph", "create_session", "initialisation"}
     assert phases["export"] + phases["build_graph"] + phases["create_session"] <= phases["initialisation"]
     assert 0 < phases["initialisation"] <= report["first_forward_s"] < report["time_to_first_step_s"]
-    on_disk = json.loads((tmp_path / "ort" / "engine_report.json").read_text())
-    assert on_disk["engine"] == "onnxruntime" and on_disk["backend"] == "ort"
+    on_disk = json.loads((tmp_path / "ort" / ".ortnb" / "engine_report.json").read_text())
+    assert on_disk["engine"] == "onnxruntime" and on_disk["backend"] == "ort" and on_disk["forward_state_changes"] == []
+    # output_dir holds what Trainer's holds (nothing, with save_strategy="no") and ortnb's dot-folder
+    assert [p.name for p in (tmp_path / "ort").iterdir()] == [".ortnb"]
 
 
 def test_eager_backend_reports_pytorch(tmp_path, bert, train_data):
@@ -206,3 +209,38 @@ def test_custom_autograd_function_allowed_fallback_is_recorded(tmp_path):
     report = trainer.engine_report()
     assert report["engine"] == "pytorch" and report["pytorch_steps"] == 2 and report["ort_steps"] == 0
     assert "_StraightThroughRound" in report["fallback"]
+
+
+def test_no_args_means_trainers_defaults(tmp_path, monkeypatch, bert):
+    monkeypatch.chdir(tmp_path)
+    trainer = ORTTrainer(bert)  # transformers' Trainer(model) accepts this too
+    assert isinstance(trainer.args, ORTTrainingArguments) and trainer.args.backend == "ort"
+    assert trainer.args.output_dir == Trainer(tiny_bert()).args.output_dir == "tmp_trainer"
+    assert ORTTrainer(tiny_bert(), None, train_dataset=classification_dataset(16)).args.output_dir == "tmp_trainer"
+
+
+class CountingBert(BertForSequenceClassification):
+    """A model whose forward keeps Python-side state: a call counter and a reassigned buffer."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.calls = 0
+        self.register_buffer("seen", torch.zeros(()))
+
+    def forward(self, input_ids=None, attention_mask=None, labels=None):
+        self.calls += 1
+        self.seen = self.seen + 1
+        return super().forward(input_ids=input_ids, attention_mask=attention_mask, labels=labels)
+
+
+def test_state_a_forward_changes_under_ort_is_named_with_the_way_out(tmp_path, train_data):
+    model = CountingBert(tiny_bert().config)
+    trainer = ORTTrainer(model=model, args=ort_args(tmp_path, max_steps=3), train_dataset=train_data)
+    with pytest.warns(OrtnbWarning, match=r"CountingBert.forward changed Python-side state while ONNX Runtime "
+                                          r"exported it \(seen: buffer 0 -> buffer 1; calls: 0 -> 1\)\. Under "
+                                          r"backend='ort' .* will not change again during training; use "
+                                          r"backend='eager' to keep it changing"):
+        trainer.train()
+    assert model.calls == 1  # three steps, one Python forward: what the warning is about
+    report = json.loads((tmp_path / "out" / ".ortnb" / "engine_report.json").read_text())
+    assert report["forward_state_changes"] == ["seen: buffer 0 -> buffer 1", "calls: 0 -> 1"]

@@ -22,28 +22,45 @@ import warnings
 import torch
 from transformers import Seq2SeqTrainer, Trainer, TrainerCallback
 
+from .. import files
 from .._imports import ort_version
 from ..backends import ortmodule as ort_backend
 from ..backends.options import TRAINER_WAY_OUT
-from ..errors import ConfigError
-from .arguments import Backend, ORTTrainingArguments, OrtOptimizerNames
+from ..errors import ConfigError, OrtnbWarning
+from . import forward_state
+from .arguments import Backend, ORTSeq2SeqTrainingArguments, ORTTrainingArguments, OrtOptimizerNames
 
 logger = logging.getLogger("ortnb")
 
+# Kept in a dot-folder of output_dir, apart from Trainer's own files: output_dir then holds the entries Trainer
+# writes (checkpoint-N/, model files), so tools that count or glob them see what they see under Trainer.
+ORTNB_FOLDER = ".ortnb"
 ENGINE_REPORT = "engine_report.json"
+# transformers' Trainer(model) with no args builds TrainingArguments(output_dir="tmp_trainer"); ORTTrainer(model)
+# picks the same (tests/test_trainer.py compares the two).
+DEFAULT_OUTPUT_DIR = "tmp_trainer"
 
 _NOT_GIVEN = object()
+ARGS_POSITION = 1  # model, args, ...
+
+
+def engine_report_path(output_dir: str | os.PathLike) -> str:
+    """Where ORTTrainer writes its engine report: ``output_dir/.ortnb/engine_report.json``."""
+    return os.path.join(output_dir, ORTNB_FOLDER, ENGINE_REPORT)
 PROCESSING_CLASS_POSITION = 5  # model, args, data_collator, train_dataset, eval_dataset, processing_class
 
 
 class _ORTTrainerMixin:
     """What ORTTrainer and ORTSeq2SeqTrainer add to their transformers base class."""
 
+    _default_args_class = ORTTrainingArguments  # built when no args are given, as Trainer builds its own
+
     def __init__(self, *args, tokenizer=_NOT_GIVEN, feature=_NOT_GIVEN, onnx_model_path=None, **kwargs):
         # Optimum's ORTTrainer took these; transformers 5's Trainer does not (checked before any work).
         mapped = _optimum_trainer_arguments(type(self).__name__, args, kwargs, tokenizer, feature, onnx_model_path)
         if mapped:
             warnings.warn(f"{type(self).__name__}: {' '.join(mapped)}", FutureWarning, stacklevel=2)
+        args, kwargs = _default_arguments(args, kwargs, self._default_args_class)
         super().__init__(*args, **kwargs)
         if not isinstance(self.args, ORTTrainingArguments):
             raise TypeError(f"{type(self).__name__} needs ORTTrainingArguments, got {type(self.args).__name__}. "
@@ -55,6 +72,7 @@ class _ORTTrainerMixin:
                 if isinstance(callback, TensorBoardCallback):
                     callback.logging_dir = self.args.logging_dir
         self._ort_engine: ort_backend.OrtEngine | None = None
+        self.forward_state_changes: list[str] = []  # Python-side state ORT's export changed (forward_state.py)
         self.first_step_s: float | None = None  # the first optimizer step of train(), export and graph build included
         self.batch_tokens = BatchTokens()  # what the engine computed since the last take(): padded and real tokens
         # First in line, so that the other callbacks' step-end work is not counted in the first step.
@@ -145,6 +163,8 @@ class _ORTTrainerMixin:
             "precision": "bf16" if args.bf16 else "fp16" if args.fp16 else "fp32",
             "device": str(args.device),
             "time_to_first_step_s": self.first_step_s,
+            # what forward changed in Python while ORT exported it; under ORT it changes no more
+            "forward_state_changes": list(self.forward_state_changes),
             **ort_backend.run_facts(),
         }
         if args.backend == Backend.ORT:
@@ -155,13 +175,35 @@ class _ORTTrainerMixin:
         return report
 
     def write_engine_report(self) -> str | None:
+        """Write the report to ``output_dir/.ortnb/engine_report.json`` (rank 0); returns its path."""
         if not self.is_world_process_zero():
             return None
-        os.makedirs(self.args.output_dir, exist_ok=True)
-        path = os.path.join(self.args.output_dir, ENGINE_REPORT)
-        with open(path, "w") as handle:
-            json.dump(self.engine_report(), handle, indent=2)
+        path = engine_report_path(self.args.output_dir)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        files.write_atomic(path, json.dumps(self.engine_report(), indent=2))
         return path
+
+    def _note_forward_state(self, before: dict) -> None:
+        """After the first ORT step: name the Python-side state its export changed, in the report and a warning."""
+        if self._ort_engine is None or self._ort_engine.report().get("engine") != "onnxruntime":
+            return  # PyTorch ran forward (eager, compile, or ORT fell back): the state keeps changing
+        self.forward_state_changes = forward_state.changes(before, self.accelerator.unwrap_model(self.model))
+        if self.forward_state_changes:
+            warnings.warn(forward_state.warning_text(self.forward_state_changes, type(self.model).__name__),
+                          OrtnbWarning, stacklevel=2)
+
+
+def _default_arguments(args: tuple, kwargs: dict, args_class) -> tuple[tuple, dict]:
+    """``ORTTrainer(model)`` with no args works as ``Trainer(model)`` does: default arguments, output_dir as
+    Trainer picks it."""
+    given = args[ARGS_POSITION] if len(args) > ARGS_POSITION else kwargs.get("args")
+    if given is not None:
+        return args, kwargs
+    logger.info("No ORTTrainingArguments passed, using output_dir=%s.", DEFAULT_OUTPUT_DIR)
+    default = args_class(output_dir=DEFAULT_OUTPUT_DIR)
+    if len(args) > ARGS_POSITION:
+        return (args[0], default, *args[ARGS_POSITION + 1:]), kwargs
+    return args, {**kwargs, "args": default}
 
 
 def _optimum_trainer_arguments(name: str, args: tuple, kwargs: dict, tokenizer, feature, onnx_model_path) -> list[str]:
@@ -235,24 +277,34 @@ class _EngineReportCallback(TrainerCallback):
     def __init__(self, trainer: _ORTTrainerMixin):
         self.trainer = trainer
         self._started: float | None = None
+        self._state_before: dict | None = None  # the model's Python-side state before ORT's export
 
-    def on_step_begin(self, args, state, control, **kwargs):
+    def on_step_begin(self, args, state, control, model=None, **kwargs):
         if self._started is None:
             self._started = time.perf_counter()
+            if args.backend == Backend.ORT and self.trainer.first_step_s is None:
+                self._state_before = forward_state.snapshot(self.trainer.accelerator.unwrap_model(self.trainer.model))
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.trainer.first_step_s is None and self._started is not None:
             self.trainer.first_step_s = time.perf_counter() - self._started
+            if self._state_before is not None:
+                self.trainer._note_forward_state(self._state_before)
+                self._state_before = None
             self.trainer.write_engine_report()
 
 
 class ORTTrainer(_ORTTrainerMixin, Trainer):
     """A drop-in ``transformers.Trainer`` whose training steps run in ONNX Runtime.
 
-    Use it with :class:`ORTTrainingArguments`; ``trainer.engine_report()`` (also written to
-    ``output_dir/engine_report.json``) says which engine really ran.
+    Use it with :class:`ORTTrainingArguments` (none: the defaults, as Trainer); ``trainer.engine_report()``
+    (also written to ``output_dir/.ortnb/engine_report.json``) says which engine really ran.
     """
+
+    _default_args_class = ORTTrainingArguments
 
 
 class ORTSeq2SeqTrainer(_ORTTrainerMixin, Seq2SeqTrainer):
     """``Seq2SeqTrainer`` (generation in evaluate/predict) with ONNX Runtime training steps."""
+
+    _default_args_class = ORTSeq2SeqTrainingArguments
