@@ -6,9 +6,9 @@ Figures never set a pixel width: they follow their container (plotly's autosize)
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, field
 
+from .markup import br, escape, join, tag
 from .metrics import evaluations
 
 # Readable on white and told apart by colour-blind readers (Okabe-Ito without its yellow).
@@ -30,7 +30,7 @@ WARMUP_FILL = "rgba(120, 120, 120, 0.12)"
 def trace_name(label: str, engine: str | None) -> str:
     """The legend entry: what was asked and what really ran. Escaped: plotly renders tags in names (a run
     named ``<a href=...>`` would be a live link in the legend)."""
-    return html.escape(f"{label} [{engine or 'engine ?'}]", quote=False)
+    return escape(f"{label} [{engine or 'engine ?'}]")
 
 
 def step_series(records: list[dict]) -> dict[str, tuple[list, list]]:
@@ -77,7 +77,7 @@ def eval_title(metric: str | None) -> str:
     """The wide panel's title for a metric: "held-out accuracy (%)"."""
     if metric is None:
         return EVAL_PANEL[1]
-    return EVAL_TITLES.get(metric, f"held-out {metric}") + (" (%)" if metric in ("accuracy", "f1") else "")
+    return escape(EVAL_TITLES.get(metric, f"held-out {metric}") + (" (%)" if metric in ("accuracy", "f1") else ""))
 
 
 def panel_position(series: str) -> tuple[int, int]:
@@ -124,7 +124,7 @@ class LiveChart:
 
 
 def hint_annotation(text: str) -> dict:
-    return {"text": text, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5, "showarrow": False,
+    return {"text": escape(text), "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5, "showarrow": False,
             "font": {"size": 14, "color": "#555555"}, "bgcolor": "rgba(255,255,255,0.85)", "name": "hint"}
 
 
@@ -149,7 +149,7 @@ def warmup_label(warmup_steps: int) -> dict:
 def eval_hint_annotation(text: str) -> dict:
     """A note in the middle of the held-out panel (why it is empty)."""
     x_axis, y_axis = EVAL_AXES
-    return {"text": text, "xref": f"{x_axis} domain", "yref": f"{y_axis} domain", "x": 0.5, "y": 0.5,
+    return {"text": escape(text), "xref": f"{x_axis} domain", "yref": f"{y_axis} domain", "x": 0.5, "y": 0.5,
             "showarrow": False, "font": {"size": 12, "color": "#555555"}, "name": "eval-hint"}
 
 
@@ -292,8 +292,8 @@ def bar_label(label: str, engine: str, verdict: str) -> str:
     """The text under a bar: the run, the engine that ran, the speed-up, and "not conclusive" without the
     reason (the table beside the chart gives it in full; a long reason here turned every label sideways)."""
     figure, _, reason = verdict.partition(", not conclusive")
-    shown = f"<b>{html.escape(figure)}</b>" + ("<br>not conclusive" if reason else "")
-    return f"{html.escape(label, quote=False)}<br>[{engine}]<br>{shown}"
+    shown = join([tag("b", figure), *([br(), "not conclusive"] if reason else [])])
+    return join([label, br(), f"[{engine}]", br(), shown])
 
 
 def comparison_bars(rows: list[dict]) -> dict:
@@ -374,7 +374,7 @@ def confusion_data(confusion: list[list[int]], names: list[str]) -> dict:
     shares = [[cell / sum(row) if sum(row) else 0.0 for cell in row] for row in confusion]
     text = [[f"{count:,}<br>{share:.0%}" for count, share in zip(row, share_row)]
             for row, share_row in zip(confusion, shares)]
-    labels = [html.escape(str(n), quote=False) for n in names]
+    labels = [escape(n) for n in names]
     return {"z": shares, "text": text, "x": labels, "y": labels}
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import platform
@@ -12,6 +11,7 @@ from pathlib import Path
 
 from .hardware import Capabilities, capabilities, cpu_info
 from .config import RunConfig
+from .markup import Markup, join, tag
 from .validation import run_task
 
 METHOD = (
@@ -111,36 +111,38 @@ def write(table, configs: list[RunConfig], out_dir: str | Path, command: str,
     data = results(table, configs, command, runs, incomplete)
     json_path = out / "results.json"
     json_path.write_text(json.dumps(strict_json(data), indent=2, allow_nan=False))
-    figure = comparison_figure(table).to_html(full_html=False, include_plotlyjs=True,
-                                              config={"responsive": True, "displaylogo": False})
-    facts = "".join(f"<li><b>{html.escape(FACT_NAMES.get(k, k))}</b>: {html.escape(_fact(v))}</li>"
-                    for k, v in {**data["machine"], **data["versions"]}.items())
-    notes = "".join(f"<li>{html.escape(n)}</li>" for n in data["notes"])
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><meta name='viewport' content='width=device-width'>"
-            f"<title>ortnb comparison</title><style>{REPORT_STYLE}</style></head><body><h1>ortnb comparison</h1>"
-            f"<p><code>{html.escape(command)}</code> &mdash; {html.escape(data['date'])}</p>"
-            f"{'<p><b>Incomplete</b>: ' + html.escape(incomplete) + '.</p>' if incomplete else ''}"
-            f"<p><b>{html.escape(data['best'])}</b></p>"
-            f"{'<p><b>' + html.escape(data['quality']) + '</b></p>' if data['quality'] else ''}"
-            f"{'<ul class=notes>' + notes + '</ul>' if notes else ''}{figure}{html_table(table)}"
-            f"<h2>Method</h2><p>{html.escape(METHOD)}</p><h2>Machine and versions</h2><ul>{facts}</ul>"
-            f"<p>Every figure of every run is in <code>results.json</code> beside this page.</p></body></html>")
-    if profile is not None:
-        page = page.replace("<h2>Method</h2>", _profile_section(profile, out) + "<h2>Method</h2>", 1)
+    figure = Markup(comparison_figure(table).to_html(full_html=False, include_plotlyjs=True,
+                                                     config={"responsive": True, "displaylogo": False}))
+    facts = (tag("li", tag("b", FACT_NAMES.get(k, k)), ": ", _fact(v))
+             for k, v in {**data["machine"], **data["versions"]}.items())
+    notes = [tag("li", n) for n in data["notes"]]
+    profiled = _profile_section(profile, out) if profile is not None else ""
+    body = tag("body", tag("h1", "ortnb comparison"),
+               tag("p", tag("code", command), " \u2014 ", data["date"]),
+               tag("p", tag("b", "Incomplete"), f": {incomplete}.") if incomplete else "",
+               tag("p", tag("b", data["best"])),
+               tag("p", tag("b", data["quality"])) if data["quality"] else "",
+               tag("ul", *notes, class_="notes") if notes else "", figure, html_table(table), profiled,
+               tag("h2", "Method"), tag("p", METHOD), tag("h2", "Machine and versions"), tag("ul", *facts),
+               tag("p", "Every figure of every run is in ", tag("code", "results.json"), " beside this page."))
+    head = tag("head", Markup("<meta charset='utf-8'><meta name='viewport' content='width=device-width'>"),
+               tag("title", "ortnb comparison"), tag("style", Markup(REPORT_STYLE)))
+    page = "<!doctype html>" + tag("html", head, body)
     html_path = out / "report.html"
     html_path.write_text(page)
     return json_path, html_path
 
 
-def _profile_section(profile, out: Path) -> str:
+def _profile_section(profile, out: Path) -> Markup:
     """The profile's stacked bars and top ops (plotly is already on the page), and profile.json beside it."""
     from .profiling import views
 
     data = profile.to_dict()
     (out / "profile.json").write_text(json.dumps(strict_json(data), indent=1, default=str))
-    chart = views.figure(data).to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False})
-    return (f"<h2>Where a step goes</h2><p>Each configuration profiled in a fresh run of its own after the "
-            f"measurements (profile.json has every figure).</p>{chart}{views.sections_html(data)}")
+    chart = Markup(views.figure(data).to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False}))
+    return join([tag("h2", "Where a step goes"),
+                 tag("p", "Each configuration profiled in a fresh run of its own after the measurements "
+                          "(profile.json has every figure)."), chart, views.sections_html(data)])
 
 
 # The page fits 1000 px: cells wrap between words, never inside a word or a number, and a table wider than
@@ -169,7 +171,7 @@ def report_row(record: dict) -> dict:
             "held_out": metric_text(known.get("metric"), known.get("best_value"))}
 
 
-def html_table(table) -> str:
+def html_table(table) -> Markup:
     """The comparison in the Dashboard's columns and words: the same headers, the p25–p75 range, the judge's
     verdict, MFU in percent (never a raw 0.4239 beside a 42.4% headline)."""
     from .ui.present import TABLE_COLUMNS, TEXT_COLUMNS, table_cells
@@ -177,12 +179,10 @@ def html_table(table) -> str:
     rows = [table_cells(report_row(record)) for record in table.to_dict(orient="records")]
     # a column no run has a value for (best held-out of a speed-only comparison) is left out, not shown empty
     shown = [i for i, (key, _) in enumerate(TABLE_COLUMNS) if key == "label" or any(r[i] != "–" for r in rows)]
-    head = "".join(f"<th>{html.escape(TABLE_COLUMNS[i][1])}</th>" for i in shown)
-    body = ""
-    for cells in rows:
-        body += "<tr>" + "".join(f"<td{'' if TABLE_COLUMNS[i][0] in TEXT_COLUMNS else ' class=number'}>"
-                                 f"{html.escape(cells[i])}</td>" for i in shown) + "</tr>"
-    return f"<div class=table><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+    head = tag("thead", tag("tr", *(tag("th", TABLE_COLUMNS[i][1]) for i in shown)))
+    body = tag("tbody", *(tag("tr", *(tag("td", cells[i], class_=None if TABLE_COLUMNS[i][0] in TEXT_COLUMNS else "number")
+                                      for i in shown)) for cells in rows))
+    return tag("div", tag("table", head, body), class_="table")
 
 
 MARKDOWN_COLUMNS = [("label", "run"), ("engine", "engine"), ("samples_per_s", "samples/s (median)"),

@@ -281,7 +281,7 @@ def test_try_it_answers_with_the_runs_best_model_and_shows_its_last_evaluation(d
     dashboard.track(run)
     dashboard.refresh(force=True)
     assert "is training: try its model once it has ended" in dashboard.try_it.hint.value
-    assert dashboard.try_it.try_text("great") .startswith("<div class='ortnb-try-error'")
+    assert dashboard.try_it.try_text("great") .startswith('<div class="ortnb-try-error"')
     run._status = "completed"
     dashboard.refresh(force=True)
     assert dashboard.try_it.hint.value == "" and "Most confidently wrong" in dashboard.try_it.evaluation.value
@@ -321,7 +321,7 @@ def test_the_form_never_changes_a_number_silently(dashboard):
     panel.controls["batch_size"].value = "0"
     assert panel.config.batch_size == 0  # a bounded box made it 1 without a word
     assert panel.field_problems["batch_size"].value == (
-        "<div class='ortnb-field-problem'>0 is below 1; use 1 or more.</div>")
+        '<div class="ortnb-field-problem">0 is below 1; use 1 or more.</div>')
     assert dashboard.buttons["Run"].disabled
     assert dashboard.run() is None and "batch size: 0 is below 1; use 1 or more." in dashboard.status.value
     too_many = max(2, panel.controls["num_processes"].max) + 2

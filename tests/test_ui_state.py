@@ -215,8 +215,8 @@ def test_unavailable_options_are_explained_without_hovering():
     table = {"precision": {"no": None, "bf16": "bf16 with backend='ort' needs CUDA. Use backend='eager'."},
              "zero_stage": {0: None}}
     notes = form.unavailable_notes(table)
-    assert notes == {"precision": "<div class='ortnb-note'>unavailable here: <b>bf16</b>: bf16 with ONNX Runtime "
-                                  "needs CUDA</div>"}
+    assert notes == {"precision": '<div class="ortnb-note">unavailable here: <b>bf16</b>: bf16 with ONNX Runtime '
+                                  'needs CUDA</div>'}
 
 
 def test_find_fastest_is_one_thing_at_a_time_and_its_progress_reads_plainly():
@@ -250,7 +250,7 @@ def test_find_fastest_is_one_thing_at_a_time_and_its_progress_reads_plainly():
              {"rank": 3, "rung": 1, "label": "eager fp32", "status": "completed", "samples_per_s": 73.8}]
     shown = present.search_table_html(raced)
     assert "fastest first" not in shown and "ranked by the rung each reached, then speed" in shown
-    assert "<th class='ortnb-cell ortnb-head'>rung</th>" in shown and "<td class='ortnb-cell'>2</td>" in shown
+    assert '<th class="ortnb-cell ortnb-head">rung</th>' in shown and '<td class="ortnb-cell">2</td>' in shown
     assert present.search_order_text(rows) == "fastest first"  # one rung: the order is the speed
     partial = DashboardState()
     partial.start_search(28.0, now=0.0)

@@ -58,7 +58,7 @@ class Profile:
         """Write profile.json and profile.html (a stacked bar per configuration, the top ops) into ``folder``."""
         import json
 
-        from .views import html
+        from .views import page_html
 
         folder = Path(folder).expanduser()
         folder.mkdir(parents=True, exist_ok=True)
@@ -70,7 +70,7 @@ class Profile:
         record = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": machine(), "versions": versions(),
                   **self.to_dict()}  # the host and versions every figure belongs to
         files.write_atomic(written["json"], json.dumps(strict_json(record), indent=1, default=str))
-        files.write_atomic(written["html"], html(self))
+        files.write_atomic(written["html"], page_html(self))
         return written
 
 

@@ -4,7 +4,7 @@ shapes, and the same in plain text for a terminal. The numbers come from pure fu
 
 from __future__ import annotations
 
-import html as escape
+from ..markup import Markup, escape, join, tag
 
 from .. import judge, stats
 from .categories import CATEGORIES
@@ -79,7 +79,8 @@ def figure(data: dict):
 
     fig = go.Figure()
     for trace in stacked_bars(data):
-        fig.add_bar(name=trace["name"], x=trace["x"], y=trace["y"], text=trace["text"], textposition="inside",
+        fig.add_bar(name=trace["name"], x=[escape(x) for x in trace["x"]], y=trace["y"],  # run names: text
+                    text=trace["text"], textposition="inside",
                     marker_color=trace["colour"], hovertemplate="%{x}<br>" + trace["name"] + ": %{y:.2f} ms (%{text})"
                                                                 "<extra></extra>")
     fig.update_layout(barmode="stack", title="Where a training step goes (ms per step, profiled steps)",
@@ -122,38 +123,42 @@ STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto;padding:0 12p
          "tr:nth-child(even){background:#f6f6f6} .notes{color:#8a5a00} code{overflow-wrap:anywhere}")
 
 
-def sections_html(data: dict) -> str:
+def sections_html(data: dict) -> Markup:
     """Per configuration: its step time and what profiling cost, its matrix products' rate, notes, the top ops
     table and what ORT fused (pure: HTML text; the page and the Dashboard's Profile tab both show it)."""
     sections = []
-    for label in data["step_ms"]:
-        rows = top_rows(data, label)
-        head = "".join(f"<th>{escape.escape(name)}</th>" for name in (rows[0] if rows else {}))
-        body = "".join("<tr>" + "".join(f"<td>{escape.escape(str(value))}</td>" for value in row.values()) + "</tr>"
-                       for row in rows)
-        notes = "".join(f"<li>{escape.escape(note)}</li>" for note in data["notes"].get(label, []))
-        sections.append(f"<h3>{escape.escape(bar_label(label, data['engines'][label]))}</h3>"
-                        f"<p>{escape.escape(cost_text(data, label))}"
-                        f"{'; ' + escape.escape(matmul_text(data, label)) if matmul_text(data, label) else ''}"
-                        f"; run folder <code>{escape.escape(data['runs'].get(label, ''))}</code></p>"
-                        f"{'<ul class=notes>' + notes + '</ul>' if notes else ''}"
-                        f"<div class=table><table><tr>{head}</tr>{body}</table></div>"
-                        + "".join(f"<p>{escape.escape(line)}</p>" for line in fusion_lines(data, label)))
     labels = list(data["step_ms"])
     if len(labels) == 2:
-        sections.insert(0, "<ul class='ortnb-profile-differences'>" + "".join(
-            f"<li>{escape.escape(line)}</li>" for line in differences(data, *labels)) + "</ul>")
-    return "".join(sections)
+        sections.append(tag("ul", *(tag("li", line) for line in differences(data, *labels)),
+                            class_="ortnb-profile-differences"))
+    for label in labels:
+        sections.append(_section(data, label))
+    return join(sections)
 
 
-def html(profile) -> str:
+def _section(data: dict, label: str) -> Markup:
+    rows = top_rows(data, label)
+    head = tag("tr", *(tag("th", name) for name in (rows[0] if rows else {})))
+    body = (tag("tr", *(tag("td", value) for value in row.values())) for row in rows)
+    notes = data["notes"].get(label, [])
+    matmul = matmul_text(data, label)
+    return join([tag("h3", bar_label(label, data["engines"][label])),
+                 tag("p", cost_text(data, label), f"; {matmul}" if matmul else "", "; run folder ",
+                     tag("code", data["runs"].get(label, ""))),
+                 tag("ul", *(tag("li", note) for note in notes), class_="notes") if notes else "",
+                 tag("div", tag("table", head, *body), class_="table"),
+                 *(tag("p", line) for line in fusion_lines(data, label))])
+
+
+def page_html(profile) -> str:
     """A self-contained page (plotly inlined: it opens offline)."""
     data = profile.to_dict()
-    chart = figure(data).to_html(full_html=False, include_plotlyjs=True, config={"displaylogo": False})
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>ortnb profile</title><style>{STYLE}</style>"
-            f"</head><body><h1>Where a training step goes</h1><p>Self time of every op in the profiled steps, in "
-            f"categories both engines share; framework overhead is the step time no op accounts for.</p>{chart}"
-            f"{sections_html(data)}</body></html>")
+    chart = Markup(figure(data).to_html(full_html=False, include_plotlyjs=True, config={"displaylogo": False}))
+    body = tag("body", tag("h1", "Where a training step goes"),
+               tag("p", "Self time of every op in the profiled steps, in categories both engines share; framework "
+                        "overhead is the step time no op accounts for."), chart, sections_html(data))
+    head = tag("head", Markup("<meta charset='utf-8'>"), tag("title", "ortnb profile"), tag("style", Markup(STYLE)))
+    return "<!doctype html>" + tag("html", head, body)
 
 
 # Why ORT's time in a category can differ, when its passes fused that category's ops (fusions.REPLACES' types).

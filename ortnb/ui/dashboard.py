@@ -9,7 +9,6 @@ stays free: other cells run while a run trains.
 
 from __future__ import annotations
 
-import html
 import threading
 import time
 from typing import Callable
@@ -19,12 +18,14 @@ from ..comparison import workload_problems
 from ..config import RunConfig
 from ..display import Throttle, warn_text_mode, widget_frontend
 from ..errors import ConfigError
+from ..markup import tag
 from ..runner import Run, launch, layout
 from ..validation import validate
 from . import form, present
 from .find_fastest import DEFAULT_BUDGET_S, FindFastest
 from .profile_action import ProfileAction
 from .redraw import redraw
+from .safe_html import SafeHTML
 from .state import FINAL, DashboardState
 
 POLL_SECONDS = 0.25
@@ -105,19 +106,20 @@ class Dashboard(FindFastest, ProfileAction):
         self.buttons["Profile"].tooltip = "where a training step goes, op by op: PyTorch and ONNX Runtime side by side"
         self.budget = w.BoundedIntText(value=DEFAULT_BUDGET_S, min=1, max=24 * 3600, layout=w.Layout(width="90px"),
                                        tooltip="how long Find fastest may measure, in seconds")
-        budget = w.HBox([w.HTML("<span class='ortnb-field-label' title='how long Find fastest may measure'>"
-                                "budget (s)</span>"), self.budget], layout=w.Layout(align_items="center"))
-        self.status = w.HTML()
+        budget_label = SafeHTML(tag("span", "budget (s)", class_="ortnb-field-label",
+                                    title="how long Find fastest may measure"))
+        budget = w.HBox([budget_label, self.budget], layout=w.Layout(align_items="center"))
+        self.status = SafeHTML()
         self.bar = w.IntProgress(min=0, max=1, value=0, layout=w.Layout(flex="1 1 auto", width="auto"))
-        self.progress_text = w.HTML()
+        self.progress_text = SafeHTML()
         self.progress = w.HBox([self.bar, self.progress_text], layout=w.Layout(width="100%", align_items="center"))
         self.progress.add_class("ortnb-progress")
-        self.card = w.HTML()
+        self.card = SafeHTML()
         self.figure = responsive(charts.live_figure(widget=True))
         self.comparison_figure = responsive(_figure_widget(charts.comparison_figure()))
         self.table = w.GridBox(layout=w.Layout(width="100%"))
         self.table.add_class("ortnb-table")
-        self.search_table = w.HTML()
+        self.search_table = SafeHTML()
         full = w.Layout(width="100%")
         self.try_it = TryIt()
         self.profile_view = w.VBox(layout=full)
@@ -310,7 +312,7 @@ class Dashboard(FindFastest, ProfileAction):
         total = shown.total or max(1, shown.step)  # an epoch-sized run before it says how many: no false end
         self.bar.max, self.bar.value = max(1, total), min(shown.step, total)
         self.bar.bar_style = {"failed": "danger", "stopped": "warning", "completed": "success"}.get(latest.status, "info")
-        self.progress_text.value = f"<span class='ortnb-progress-text'>{shown.text}</span>"
+        self.progress_text.value = present.progress_html(shown.text)
 
     def _render_live(self) -> None:
         updates = []
@@ -355,13 +357,13 @@ class Dashboard(FindFastest, ProfileAction):
 
         if not rows:
             return []
-        cells = [w.HTML(f"<div class='ortnb-cell ortnb-head'>{title}</div>") for _, title in present.TABLE_COLUMNS]
-        cells.append(w.HTML(""))
+        cells = [SafeHTML(tag("div", title, class_="ortnb-cell ortnb-head")) for _, title in present.TABLE_COLUMNS]
+        cells.append(SafeHTML())
         for row in rows:
             for (key, _), text in zip(present.TABLE_COLUMNS, present.table_cells(row)):
                 kind = "" if key in present.TEXT_COLUMNS else " ortnb-number"
-                swatch = f"<span class='ortnb-swatch' style='background:{row['colour']}'></span>" if key == "label" else ""
-                cells.append(w.HTML(f"<div class='ortnb-cell{kind}'>{swatch}{html.escape(text)}</div>"))
+                swatch = tag("span", class_="ortnb-swatch", style=f"background:{row['colour']}") if key == "label" else ""
+                cells.append(SafeHTML(tag("div", swatch, text, class_=f"ortnb-cell{kind}")))
             remove = w.Button(icon="times", tooltip=f"remove {row['label']} from the comparison",
                               layout=w.Layout(width="30px", height="24px"))
             remove.on_click(lambda _b, run_id=row["id"]: self.remove_from_comparison(run_id))

@@ -6,7 +6,6 @@ owns one behaviour. The search's progress and result live in ``state.Search``; `
 
 from __future__ import annotations
 
-import html
 import threading
 
 from ..config import RunConfig
@@ -88,8 +87,7 @@ class FindFastest:
         self.bar.max = max(1, int(event.get("of") or 1))
         self.bar.value = self.bar.max if search.done else min(int(event.get("candidate") or 0), self.bar.max)
         self.bar.bar_style = "danger" if search.error else "success" if search.done else "info"
-        self.progress_text.value = (f"<span class='ortnb-progress-text'>"
-                                    f"{html.escape(present.search_text(search, self.clock()))}</span>")
+        self.progress_text.value = present.progress_html(present.search_text(search, self.clock()))
 
 
 

@@ -9,7 +9,6 @@ out of range is a problem under its field, in the form's words ("blank", not Non
 
 from __future__ import annotations
 
-import html
 import math
 import re
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from ..config import DEFAULT_STEPS, RunConfig
 from ..data import padding_plan
 from ..evaluation import METRIC_NAMES, default_metric, metrics_for
+from ..markup import Markup, join, tag
 from ..validation import CHOICE_FIELDS, Problem, run_task
 
 # The form's rows, in order; "more settings" folds the rest of RunConfig away.
@@ -289,13 +289,12 @@ def problem_lines(problems: list[Problem]) -> list[str]:
     return [f"{CONTROL_LABELS.get(p.field, p.field)}: {problem_words(p.message)}" for p in problems]
 
 
-def problems_html(problems: list[Problem]) -> str:
+def problems_html(problems: list[Problem]) -> Markup:
     """The summary under the form: every problem (each also shows under its own field), or ready."""
     if not problems:
-        return "<span class='ortnb-ready' style='color:#00703c'>&#10003; ready to run on this machine</span>"
-    items = "".join(f"<li><b>{html.escape(CONTROL_LABELS.get(p.field, p.field))}</b>: "
-                    f"{html.escape(problem_words(p.message))}</li>" for p in problems)
-    return f"<div class='ortnb-problems' style='color:#b00020'>This run cannot start here:<ul>{items}</ul></div>"
+        return tag("span", "\u2713 ready to run on this machine", class_="ortnb-ready", style="color:#00703c")
+    items = (tag("li", tag("b", CONTROL_LABELS.get(p.field, p.field)), ": ", problem_words(p.message)) for p in problems)
+    return tag("div", "This run cannot start here:", tag("ul", *items), class_="ortnb-problems", style="color:#b00020")
 
 
 def problems_by_control(problems: list[Problem], controls) -> dict[str, list[str]]:
@@ -309,19 +308,16 @@ def problems_by_control(problems: list[Problem], controls) -> dict[str, list[str
     return found
 
 
-def field_problem_html(messages: list[str]) -> str:
+def field_problem_html(messages: list[str]) -> Markup:
     """What shows under a field that has problems (empty when it has none)."""
-    if not messages:
-        return ""
-    return "".join(f"<div class='ortnb-field-problem'>{html.escape(m)}</div>" for m in messages)
+    return join(tag("div", m, class_="ortnb-field-problem") for m in messages)
 
 
-def notes_html(notes: list[str]) -> str:
+def notes_html(notes: list[str]) -> Markup:
     """validation.notes(cfg): what the run will do that a user should know (a new head, the pad token); not errors."""
     if not notes:
-        return ""
-    items = "".join(f"<li>{html.escape(humanize(n))}</li>" for n in notes)
-    return f"<div class='ortnb-form-notes'>Before you run:<ul>{items}</ul></div>"
+        return Markup()
+    return tag("div", "Before you run:", tag("ul", *(tag("li", humanize(n)) for n in notes)), class_="ortnb-form-notes")
 
 
 # -- options this machine cannot run ----------------------------------------------------------
@@ -343,15 +339,15 @@ def unavailable(table: dict[str, dict]) -> dict[str, list]:
     return {name: [value for value, reason in states.items() if reason] for name, states in table.items()}
 
 
-def unavailable_notes(table: dict[str, dict]) -> dict[str, str]:
+def unavailable_notes(table: dict[str, dict]) -> dict[str, Markup]:
     """Visible (no hovering) notes under each choice: which options cannot run here and why (HTML)."""
     notes = {}
     for name, states in table.items():
         if name not in CHOICE_LABELS:
             continue
-        lines = [f"<b>{html.escape(CHOICE_LABELS[name][value])}</b>: {html.escape(_first_sentence(humanize(reason)))}"
+        lines = [join([tag("b", CHOICE_LABELS[name][value]), ": ", _first_sentence(humanize(reason))])
                  for value, reason in states.items() if reason]
-        notes[name] = ("<div class='ortnb-note'>unavailable here: " + "; ".join(lines) + "</div>") if lines else ""
+        notes[name] = tag("div", "unavailable here: ", join(lines, "; "), class_="ortnb-note") if lines else Markup()
     return notes
 
 

@@ -12,14 +12,15 @@ off: that is the debounce, so a half-typed path is never checked); a problem sho
 
 from __future__ import annotations
 
-import html
 from typing import Callable
 
 from .. import assets
 from ..config import RunConfig
 from ..hardware import capabilities
+from ..markup import Markup, tag
 from ..validation import choices, notes, run_task, validate
 from . import form, upload
+from .safe_html import SafeHTML
 from .style import stylesheet_widget
 
 CHOICES = ("backend", "optim", "precision")
@@ -77,12 +78,12 @@ class ConfigPanel:
                                    layout=w.Layout(width="auto"), tooltip="upload a data file (stored under the "
                                                                            "output folder's uploads/)")
         self.upload.observe(lambda change: self._uploaded(change["new"]), names="value")
-        self.upload_note = w.HTML()
+        self.upload_note = SafeHTML()
         watched = (*form.FORM_FIELDS, *form.MORE_FIELDS)
-        self.notes = {name: w.HTML() for name in (*CHOICES, "zero1")}
-        self.field_problems = {name: w.HTML() for name in watched}
-        self.flags = w.HTML()
-        self.run_notes = w.HTML()
+        self.notes = {name: SafeHTML() for name in (*CHOICES, "zero1")}
+        self.field_problems = {name: SafeHTML() for name in watched}
+        self.flags = SafeHTML()
+        self.run_notes = SafeHTML()
         self.shown_problems = []  # what the last refresh found (validate reads data files: once per change)
         rows = [self._row(w, name) for name in form.FORM_FIELDS]
         grid = "repeat(auto-fit, minmax(min(100%, 480px), 1fr))"
@@ -101,9 +102,8 @@ class ConfigPanel:
 
     def _row(self, w, name: str):
         help_text = RunConfig.help({"zero1": "zero_stage", "length": "max_steps"}.get(name, name))
-        label = w.HTML(f"<span class='ortnb-field-label' title='{html.escape(help_text, quote=True)}'>"
-                       f"{html.escape(form.CONTROL_LABELS[name])}</span>", layout=w.Layout(width="120px",
-                                                                                            flex="0 0 120px"))
+        label = SafeHTML(tag("span", form.CONTROL_LABELS[name], class_="ortnb-field-label", title=help_text),
+                         layout=w.Layout(width="120px", flex="0 0 120px"))
         control = self.controls[name]
         control.tooltip = help_text
         parts = [label, control]
@@ -112,7 +112,7 @@ class ConfigPanel:
         if name == "dataset":
             parts.append(self.upload)
         if name in INLINE_HELP:
-            parts.append(w.HTML(f"<span class='ortnb-inline-help'>{INLINE_HELP[name]}</span>"))
+            parts.append(SafeHTML(tag("span", INLINE_HELP[name], class_="ortnb-inline-help")))
         line = w.HBox(parts, layout=w.Layout(align_items="center", width="100%"))
         below = [self.notes[name]] if name in self.notes else []
         below.append(self.field_problems[name])
@@ -177,12 +177,12 @@ class ConfigPanel:
         name, content = item["name"], bytes(item["content"])
         stored = upload.store(name, content, self.config.output_dir)
         if stored.problem:
-            self.upload_note.value = f"<div class='ortnb-field-problem'>{html.escape(stored.problem)}</div>"
+            self.upload_note.value = tag("div", stored.problem, class_="ortnb-field-problem")
             return
         size = f"{len(content) / 1e3:,.1f} kB"
         again = " (the same file as before)" if stored.kept else ""
-        self.upload_note.value = (f"<div class='ortnb-upload-note'>uploaded {html.escape(name)} ({size}){again}: "
-                                  f"stored as {html.escape(stored.path)}</div>")
+        self.upload_note.value = tag("div", f"uploaded {name} ({size}){again}: stored as {stored.path}",
+                                     class_="ortnb-upload-note")
         dataset = self.controls["dataset"]
         if stored.path not in dataset.options:
             dataset.options = [*dataset.options, stored.path]
@@ -209,14 +209,14 @@ class ConfigPanel:
                 (control.add_class if value[1] in off[name] else control.remove_class)(f"ortnb-off-{index}")
         zero_reason = table["zero_stage"][1]
         self.controls["zero1"].disabled = bool(zero_reason) and not self.controls["zero1"].value
-        self.notes["zero1"].value = (f"<div class='ortnb-note'>unavailable here: {html.escape(form.humanize(zero_reason))}"
-                                     "</div>" if zero_reason else "")
+        self.notes["zero1"].value = (tag("div", f"unavailable here: {form.humanize(zero_reason)}", class_="ortnb-note")
+                                     if zero_reason else Markup())
         by_control = form.problems_by_control(problems, self.field_problems)
         for name, shown in self.field_problems.items():
             shown.value = form.field_problem_html(by_control.get(name, []))
         self._moot_controls(config)
         self._metric_choices(config)
-        self.run_notes.value = form.notes_html(_safe_notes(config)) if not problems else ""
+        self.run_notes.value = form.notes_html(_safe_notes(config)) if not problems else Markup()
         self.flags.value = form.problems_html(problems)
 
     def _moot_controls(self, config: RunConfig) -> None:

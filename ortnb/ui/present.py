@@ -5,15 +5,16 @@ Like tqdm's ``format_meter``: numbers in, text out, no display touched; tested o
 
 from __future__ import annotations
 
-import html
 import math
 import statistics
 from dataclasses import dataclass
 
 from .. import judge, metrics
 from ..evaluation import METRIC_NAMES
+from ..markup import Markup, join, tag
 from .form import humanize
 from .state import DashboardState, RunEntry
+
 LEVEL_COLOURS = {"info": "#1a1a1a", "warning": "#8a5a00", "error": "#b00020"}
 STATUS_COLOURS = {"failed": "#b00020", "stopped": "#8a5a00", "stalled": "#8a5a00", "completed": "#00703c"}
 
@@ -130,16 +131,20 @@ def live_hint(entry: RunEntry | None) -> str:
     return f"{phase[0].upper()}{phase[1:]}…: the charts start at the first step"
 
 
-def status_html(state: DashboardState) -> str:
+def progress_html(text: str) -> Markup:
+    """The line beside the progress bar (a run's, a search's or a profile's)."""
+    return tag("span", text, class_="ortnb-progress-text")
+
+
+def status_html(state: DashboardState) -> Markup:
     entry = state.latest
     colour = STATUS_COLOURS.get(entry.status if entry else "", "#1a1a1a")
     hint = "" if entry else " (set up a run and press Run)"
-    line = (f"<div class='ortnb-status' style='color:{colour}'><b>status:</b> "
-            f"{html.escape(status_text(entry))}{hint}</div>")
-    if state.message:
-        line += (f"<div class='ortnb-message' style='color:{LEVEL_COLOURS[state.message.level]}'>"
-                 f"{html.escape(humanize(state.message.text))}</div>")
-    return line
+    line = tag("div", tag("b", "status:"), " ", status_text(entry), hint, class_="ortnb-status", style=f"color:{colour}")
+    if not state.message:
+        return line
+    return join([line, tag("div", humanize(state.message.text), class_="ortnb-message",
+                           style=f"color:{LEVEL_COLOURS[state.message.level]}")])
 
 
 # -- summary card -----------------------------------------------------------------------------
@@ -259,19 +264,18 @@ def card_notes(entry: RunEntry) -> list[str]:
     return notes
 
 
-def summary_card_html(entry: RunEntry | None) -> str:
+def summary_card_html(entry: RunEntry | None) -> Markup:
     if entry is None or not entry.done:
-        return ""
+        return Markup()
     colour = STATUS_COLOURS.get(entry.status, "#1a1a1a")
-    cells = "".join(f"<span class='ortnb-card-item'><span class='ortnb-card-name'>{html.escape(name)}</span> "
-                    f"<span class='ortnb-card-value'>{html.escape(value)}</span></span>"
-                    for name, value in summary_items(entry))
-    error = (f"<div class='ortnb-card-error'>{html.escape(entry.error.splitlines()[0])}</div>"
+    cells = join(tag("span", tag("span", name, class_="ortnb-card-name"), " ", tag("span", value, class_="ortnb-card-value"),
+                     class_="ortnb-card-item") for name, value in summary_items(entry))
+    error = (tag("div", entry.error.splitlines()[0], class_="ortnb-card-error")
              if entry.status == "failed" and entry.error else "")
-    notes = "".join(f"<div class='ortnb-card-note'>{html.escape(n)}</div>" for n in card_notes(entry))
-    return (f"<div class='ortnb-summary' style='border-left:4px solid {colour}'>"
-            f"<div class='ortnb-card-title'>{html.escape(entry.label)}: {entry.status}</div>{error}{notes}"
-            f"<div class='ortnb-card-grid'>{cells}</div></div>")
+    notes = join(tag("div", n, class_="ortnb-card-note") for n in card_notes(entry))
+    return tag("div", tag("div", f"{entry.label}: {entry.status}", class_="ortnb-card-title"), error, notes,
+               tag("div", cells, class_="ortnb-card-grid"),
+               class_="ortnb-summary", style=f"border-left:4px solid {colour}")
 
 
 # -- comparison -------------------------------------------------------------------------------
@@ -413,18 +417,18 @@ def search_order_text(rows: list[dict]) -> str:
             "steps, so their figures outrank a faster-looking figure of a shorter rung")
 
 
-def search_table_html(rows: list[dict]) -> str:
+def search_table_html(rows: list[dict]) -> Markup:
     """The ranked table of a search: every candidate, measured or not, with the reason when not (candidates
     refused for one reason share a row)."""
     if not rows:
-        return ""
+        return Markup()
     rows = search_table_rows(rows)
     columns = [(key, title) for key, title in SEARCH_COLUMNS if any(key in row for row in rows)]
-    head = "".join(f"<th class='ortnb-cell ortnb-head'>{html.escape(title)}</th>" for _, title in columns)
-    body = "".join("<tr>" + "".join(f"<td class='ortnb-cell'>{html.escape(search_cell(key, row.get(key), row))}</td>"
-                                    for key, _ in columns) + "</tr>" for row in rows)
-    return (f"<div class='ortnb-search'><b>Find fastest: every candidate, {search_order_text(rows)}</b>"
-            f"<table style='width:100%;border-collapse:collapse'><tr>{head}</tr>{body}</table></div>")
+    head = tag("tr", *(tag("th", title, class_="ortnb-cell ortnb-head") for _, title in columns))
+    body = (tag("tr", *(tag("td", search_cell(key, row.get(key), row), class_="ortnb-cell") for key, _ in columns))
+            for row in rows)
+    return tag("div", tag("b", f"Find fastest: every candidate, {search_order_text(rows)}"),
+               tag("table", head, *body, style="width:100%;border-collapse:collapse"), class_="ortnb-search")
 
 
 def winner_for_form(best, form_config):

@@ -9,7 +9,9 @@ from __future__ import annotations
 import threading
 
 from ..config import RunConfig
+from ..markup import tag
 from ..validation import validate
+from .safe_html import SafeHTML
 
 TWIN = {"eager": "ort", "compile": "ort", "ort": "eager"}  # the engine a configuration is set beside
 
@@ -91,8 +93,6 @@ class ProfileAction:
             threading.Thread(target=run.stop, name="ortnb-stop-profile", daemon=True).start()
 
     def _render_profile_progress(self, profiling) -> None:
-        import html
-
         from . import present
 
         self.progress.layout.display = "flex"
@@ -100,11 +100,9 @@ class ProfileAction:
         self.bar.value = self.bar.max if profiling.done else profiling.current
         self.bar.bar_style = ("success" if profiling.data is not None else "danger" if profiling.error else "warning"
                               ) if profiling.done else "info"
-        self.progress_text.value = (f"<span class='ortnb-progress-text'>"
-                                    f"{html.escape(present.profile_text(profiling, self.clock()))}</span>")
+        self.progress_text.value = present.progress_html(present.profile_text(profiling, self.clock()))
 
     def _render_profile(self) -> None:
-        import ipywidgets as w
 
         from ..profiling import views
         from .fit import responsive
@@ -115,12 +113,12 @@ class ProfileAction:
             return
         self._profile_key = id(data)
         if data is None:
-            self.profile_view.children = [w.HTML("<p class='ortnb-profile-hint'>Press Profile to see where a "
-                                                 "training step goes, op by op: the form's settings on PyTorch "
-                                                 "and on ONNX Runtime (or the compared runs).</p>")]
+            self.profile_view.children = [SafeHTML(tag("p", "Press Profile to see where a training step goes, op by "
+                                                       "op: the form's settings on PyTorch and on ONNX Runtime (or "
+                                                       "the compared runs).", class_="ortnb-profile-hint"))]
             return
         import plotly.graph_objects as go
 
         chart = responsive(go.FigureWidget(views.figure(data)))
-        tables = w.HTML(f"<div class='ortnb-profile'>{views.sections_html(data)}</div>")
+        tables = SafeHTML(tag("div", views.sections_html(data), class_="ortnb-profile"))
         self.profile_view.children = [chart, tables]

@@ -4,9 +4,9 @@ evaluation got most confidently wrong, a causal LM's continuation (the confusion
 
 from __future__ import annotations
 
-import html
-
 from .. import metrics
+from ..markup import Markup, tag
+
 
 def last_evaluation(records: list[dict]) -> dict | None:
     """The run's last evaluation (its confusion matrix and wrong rows describe the weights at that step)."""
@@ -27,40 +27,37 @@ def class_names(records: list[dict], count: int) -> list[str]:
     return names if len(names) == count else [str(i) for i in range(count)]
 
 
-def wrong_html(wrong: list[dict] | None) -> str:
+def wrong_html(wrong: list[dict] | None) -> Markup:
     """The held-out examples the model got wrong with the highest confidence, most confident first."""
     if not wrong:
-        return ""
-    rows = "".join(f"<tr><td class='ortnb-cell'>{html.escape(_example(w))}</td>"
-                   f"<td class='ortnb-cell'>{html.escape(str(w['label']))}</td>"
-                   f"<td class='ortnb-cell'>{html.escape(str(w['predicted']))}</td>"
-                   f"<td class='ortnb-cell ortnb-number'>{w['confidence']:.0%}</td></tr>" for w in wrong)
-    return ("<div class='ortnb-wrong'><b>Most confidently wrong</b><table style='width:100%;border-collapse:collapse'>"
-            "<tr><th class='ortnb-cell ortnb-head'>text</th><th class='ortnb-cell ortnb-head'>true</th>"
-            "<th class='ortnb-cell ortnb-head'>predicted</th><th class='ortnb-cell ortnb-head'>confidence</th></tr>"
-            f"{rows}</table></div>")
+        return Markup()
+    head = tag("tr", *(tag("th", title, class_="ortnb-cell ortnb-head") for title in ("text", "true", "predicted",
+                                                                                       "confidence")))
+    rows = (tag("tr", tag("td", _example(w), class_="ortnb-cell"), tag("td", w["label"], class_="ortnb-cell"),
+                tag("td", w["predicted"], class_="ortnb-cell"),
+                tag("td", f"{w['confidence']:.0%}", class_="ortnb-cell ortnb-number")) for w in wrong)
+    return tag("div", tag("b", "Most confidently wrong"),
+               tag("table", head, *rows, style="width:100%;border-collapse:collapse"), class_="ortnb-wrong")
 
 
 def _example(wrong: dict) -> str:
     return str(wrong["text"]) if wrong.get("text") is not None else f"held-out row {wrong.get('row')}"
 
 
-def prediction_html(text: str, result: dict, source: str) -> str:
+def prediction_html(text: str, result: dict, source: str) -> Markup:
     """A prediction: the label, and every class's probability as a bar, most likely first."""
     ranked = sorted(result["probabilities"].items(), key=lambda item: -item[1])
-    bars = "".join(
-        f"<div class='ortnb-prob'><span class='ortnb-prob-name'>{html.escape(name)}</span>"
-        f"<span class='ortnb-prob-bar' style='width:{max(1.0, p * 100):.0f}%'></span>"
-        f"<span class='ortnb-prob-value'>{p:.1%}</span></div>" for name, p in ranked)
-    return (f"<div class='ortnb-prediction'><div><b>{html.escape(result['label'])}</b> for "
-            f"&ldquo;{html.escape(text[:200])}&rdquo;</div>{bars}"
-            f"<div class='ortnb-source'>model: {html.escape(source)}</div></div>")
+    bars = (tag("div", tag("span", name, class_="ortnb-prob-name"),
+                tag("span", class_="ortnb-prob-bar", style=f"width:{max(1.0, p * 100):.0f}%"),
+                tag("span", f"{p:.1%}", class_="ortnb-prob-value"), class_="ortnb-prob") for name, p in ranked)
+    return tag("div", tag("div", tag("b", result["label"]), f" for \u201c{text[:200]}\u201d"), *bars,
+               tag("div", f"model: {source}", class_="ortnb-source"), class_="ortnb-prediction")
 
 
-def continuation_html(prompt: str, continuation: str, source: str) -> str:
+def continuation_html(prompt: str, continuation: str, source: str) -> Markup:
     """A causal LM's greedy continuation after its prompt."""
-    return (f"<div class='ortnb-prediction'><pre class='ortnb-continuation'><b>{html.escape(prompt)}</b>"
-            f"{html.escape(continuation)}</pre><div class='ortnb-source'>model: {html.escape(source)}</div></div>")
+    return tag("div", tag("pre", tag("b", prompt), continuation, class_="ortnb-continuation"),
+               tag("div", f"model: {source}", class_="ortnb-source"), class_="ortnb-prediction")
 
 
 def try_hint(entry) -> str:

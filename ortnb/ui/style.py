@@ -57,4 +57,8 @@ CSS = f"""
 def stylesheet_widget():
     import ipywidgets as w
 
-    return w.HTML(f"<style>{CSS}</style>", layout=w.Layout(height="0px", margin="0px"))
+    from ..markup import Markup, tag
+    from .safe_html import SafeHTML
+
+    return SafeHTML(tag("style", Markup(CSS)),  # CSS is this module's constant: no run's text is in it
+                    layout=w.Layout(height="0px", margin="0px"))

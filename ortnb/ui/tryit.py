@@ -7,10 +7,10 @@ comes from ``quality``'s pure functions.
 
 from __future__ import annotations
 
-import html
-
+from ..markup import tag
 from ..validation import run_task
 from . import quality
+from .safe_html import SafeHTML
 
 
 class TryIt:
@@ -18,13 +18,13 @@ class TryIt:
         import ipywidgets as w
 
         self.run = None
-        self.hint = w.HTML(quality.try_hint(None))
+        self.hint = SafeHTML(tag("div", quality.try_hint(None), class_="ortnb-try-hint"))
         self.text = w.Textarea(placeholder="type a text to classify", layout=w.Layout(width="100%", height="64px"))
         self.button = w.Button(description="Predict", button_style="primary", icon="magic",
                                layout=w.Layout(width="auto"))
         self.button.on_click(lambda _b: self.try_text())
-        self.answer = w.HTML()
-        self.evaluation = w.HTML()  # the most confidently wrong examples
+        self.answer = SafeHTML()
+        self.evaluation = SafeHTML()  # the most confidently wrong examples
         self.confusion = w.Box(layout=w.Layout(width="100%"))  # a plotly heatmap, made once per evaluation
         self.inputs = w.VBox([self.text, self.button], layout=w.Layout(width="100%"))
         self.widget = w.VBox([self.hint, self.inputs, self.answer, self.confusion, self.evaluation],
@@ -42,7 +42,7 @@ class TryIt:
             return
         self._shown = key
         self.run = run if entry is not None and not hint else None
-        self.hint.value = f"<div class='ortnb-try-hint'>{html.escape(hint)}</div>" if hint else ""
+        self.hint.value = tag("div", hint, class_="ortnb-try-hint") if hint else ""
         self.inputs.layout.display = "none" if self.run is None else "flex"
         if entry is None or entry.id != getattr(self, "_answered_for", None):
             self.answer.value = ""
@@ -96,5 +96,5 @@ class TryIt:
         return shown
 
     def _say(self, text: str) -> str:
-        self.answer.value = f"<div class='ortnb-try-error' style='color:#b00020'>{html.escape(text)}</div>"
+        self.answer.value = tag("div", text, class_="ortnb-try-error", style="color:#b00020")
         return self.answer.value
