@@ -37,6 +37,9 @@ def _fetch_web_runtime(force: bool) -> int:
     """ONNX Runtime Web's files from the npm registry (pinned, integrity-checked) into ortnb's cache."""
     from .edge import web_runtime
 
+    note = None if force else web_runtime.refetch_note()  # a cached file changed since: say so, then replace it
+    if note:
+        print(f"ortnb setup: {note}")
     try:
         where = web_runtime.fetch(force=force)
     except (OSError, ValueError) as error:  # offline, a proxy, a cut-short download

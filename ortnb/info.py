@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from pathlib import Path
 
 from . import _imports
-from .edge.web_runtime import FETCH_COMMAND
+from .edge.web_runtime import FETCH_COMMAND, changed_words
 
 LABEL_WIDTH = 22  # the longest label, "onnxruntime training", and two spaces
 PRECISION_WORDS = {"no": "fp32", "bf16": "bf16", "fp16": "fp16"}
@@ -45,6 +46,7 @@ def facts() -> dict:
         "playwright": importlib.util.find_spec("playwright") is not None,
         "onnxruntime_web": None if web_runtime.missing() else str(web_runtime.folder()),
         "onnxruntime_web_version": web_runtime.VERSION,
+        "onnxruntime_web_changed": web_runtime.changed(),
     }
 
 
@@ -111,4 +113,6 @@ def _chromium(found: dict) -> str:
 def _web(found: dict) -> str:
     if found["onnxruntime_web"] is None:
         return f"{found['onnxruntime_web_version']} not fetched (`{FETCH_COMMAND}`; `ortnb edge web` needs it)"
+    if found.get("onnxruntime_web_changed"):  # web_runtime checks the pinned sha512 of each file
+        return f"refused: {changed_words(Path(found['onnxruntime_web']), found['onnxruntime_web_changed'])}"
     return f"{found['onnxruntime_web_version']} in {found['onnxruntime_web']}"

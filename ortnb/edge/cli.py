@@ -58,21 +58,28 @@ def cmd_web(options: argparse.Namespace) -> int:
     """Write a static folder in which the artifacts train in a browser tab (ONNX Runtime Web), and serve it."""
     from ..errors import ConfigError
     from .web_bundle import web_bundle
+    from .web_runtime import WebRuntimeChanged
+    from .web_server import PortUnavailable
 
     try:
         bundle = web_bundle(options.artifacts, options.out, data=options.data, eval_data=options.eval,
                             steps=options.steps, batch_size=options.batch_size, learning_rate=options.lr,
                             seed=options.seed, threads=options.threads)
-    except (ConfigError, FileNotFoundError) as error:
+    except (ConfigError, FileNotFoundError, WebRuntimeChanged) as error:
         print(f"ortnb edge web: {error}", file=sys.stderr)
         return 2
-    print(f"ortnb edge web: {bundle}")
+    print(f"ortnb edge web: {bundle.summary()}")
     if not options.serve:
+        print(bundle.how_to_serve(options.port))
         return 0
-    server = bundle.serve(port=options.port, isolated=options.isolated)
-    print(f"ortnb edge web: serving {bundle.folder} at {server.url}"
+    try:
+        server = bundle.serve(port=options.port, isolated=options.isolated)
+    except PortUnavailable as error:
+        print(f"ortnb edge web: {error}; the bundle is written, in {bundle.folder}", file=sys.stderr)
+        return 2
+    print(f"ortnb edge web: serving it at {server.url}"
           + (" (cross-origin isolated: threads allowed)" if options.isolated else " (one thread; --isolated for more)")
-          + "; Ctrl-C stops it", flush=True)
+          + "; open that address in a browser. Ctrl-C stops the server", flush=True)
     try:
         import threading
 
@@ -114,10 +121,12 @@ def add_commands(commands) -> None:
     web = sub.add_parser("web", help=cmd_web.__doc__, description=cmd_web.__doc__ + " Any static server serves the "
                          "folder (python -m http.server too); --serve starts one on 127.0.0.1.")
     web.add_argument("artifacts", help="the folder `ortnb edge export` wrote")
-    web.add_argument("out", help="the bundle folder to write (replaced if it holds an earlier bundle)")
+    web.add_argument("out", help="the bundle folder to write: new, empty, or an earlier bundle (its files are "
+                     "replaced; files you added stay)")
     web.add_argument("--data", default=None, help="rows to bundle: a .jsonl/.json/.csv file with text and label columns")
     web.add_argument("--eval", default=None, help="held-out rows the page evaluates on")
-    web.add_argument("--steps", type=int, default=20, help="steps a round in the page (default 20)")
+    web.add_argument("--steps", type=int, default=20,
+                     help="optimizer steps each press of the page's Train button takes (default 20)")
     web.add_argument("--batch-size", type=int, default=16)
     web.add_argument("--lr", type=float, default=1e-3, help="peak learning rate, decayed linearly to 0 (default 1e-3)")
     web.add_argument("--seed", type=int, default=0)

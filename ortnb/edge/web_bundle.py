@@ -5,20 +5,20 @@ What a bundle holds (every path relative, so any static server serves it, ``pyth
     index.html app.js rows.js chart.js tokenizer.js page.css   the page (ortnb/edge/web/)
     ort/                ONNX Runtime Web's training build (web_runtime: from the npm registry, pinned)
     artifacts/          training, eval and optimizer models, checkpoint, tokenizer.json
-    bundle.json         what the page needs to know: inputs, labels, steps, batch size, learning rate
+    bundle.json         what the page needs to know: inputs, labels, steps, batch size, learning rate; and
+                        every file ortnb wrote, with its sha256 (web_folder: what a rewrite may replace)
     data.json           the bundled rows and the rows of each step's batch (the order ortnb.edge.train uses)
     eval.json           held-out rows, when given
 
 Everything is checked before anything is written: the artifacts (complete, from one export), the tokenizer
-(a kind the page's tokenizer reads), the rows (text and labels the model has), the runtime (fetched). The
-bundle is written beside its destination and moved there whole, so a failure leaves no half bundle.
-Torch-free.
+(a kind the page's tokenizer reads), the rows (text and labels the model has), the runtime (fetched, each file
+the pinned release's), the destination (empty, new, or a bundle ortnb wrote). The bundle is written beside its
+destination and moved in when whole; files a person added to an earlier bundle stay. Torch-free.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -26,16 +26,18 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import ConfigError
-from . import batches, manifest, web_runtime, web_schedule, web_tokenizer
+from . import batches, manifest, web_folder, web_runtime, web_schedule, web_tokenizer
 from .config import EdgeConfig
 
-FORMAT = "ortnb-web-bundle/1"
-BUNDLE_FILE = "bundle.json"
+FORMAT = web_folder.FORMAT
+BUNDLE_FILE = web_folder.MANIFEST
 DATA_FILE = "data.json"
 EVAL_FILE = "eval.json"
 PAGE_FILES = ("index.html", "app.js", "rows.js", "chart.js", "tokenizer.js", "page.css")
 RUNTIME_FOLDER = "ort"
 ARTIFACTS_FOLDER = "artifacts"
+ARTIFACT_FILES = (manifest.TRAINING_MODEL, manifest.EVAL_MODEL, manifest.OPTIMIZER_MODEL, manifest.CHECKPOINT,
+                  manifest.TOKENIZER)
 DEFAULT_STEPS, DEFAULT_BATCH, DEFAULT_LR = 20, 16, 1e-3
 
 
@@ -66,11 +68,29 @@ class WebBundle:
 
         return serve(self.folder, port=port, isolated=isolated)
 
+    def summary(self) -> str:
+        """What was written and what the page does, in plain words."""
+        data = (f"it trains on {self.rows} bundled rows" if self.rows else
+                "it trains on rows a person loads from a file or types in the page")
+        held = f", and evaluates on {self.eval_rows} held-out rows" if self.eval_rows else ""
+        return (f"web bundle in {self.folder} ({self.total_bytes / 1e6:.1f} MB in {len(self.files)} files). The page "
+                f"trains the model in the browser tab with ONNX Runtime Web: {data}{held}; each press of Train takes "
+                f"{self.steps} steps of {self.batch_size} rows, at a learning rate from {self.learning_rate:g} down "
+                "to 0. The rows and the trained weights stay in the tab: nothing is sent anywhere, and Download "
+                "weights saves them to this computer")
+
+    def how_to_serve(self, port: int = 8000) -> str:
+        """The whole command that serves the bundle, to copy: any static server works, this Python's included."""
+        import shlex
+        import sys
+
+        command = (f"{shlex.quote(sys.executable)} -m http.server {port} --bind 127.0.0.1 --directory "
+                   f"{shlex.quote(str(self.folder))}")
+        return (f"Serve it:\n  {command}\nthen open http://127.0.0.1:{port}/index.html (Ctrl-C stops the server). "
+                "Or add --serve to `ortnb edge web`, with --isolated to let the page use several threads")
+
     def __str__(self) -> str:
-        return (f"web bundle in {self.folder}: {self.total_bytes / 1e6:.1f} MB in {len(self.files)} files; "
-                f"{self.rows} rows to train ({self.steps} steps of {self.batch_size}, learning rate "
-                f"{self.learning_rate:g} decayed linearly to 0), {self.eval_rows} held out. Serve it with "
-                f"`ortnb edge web --serve` or `python -m http.server -d {self.folder}` and open index.html")
+        return f"{self.summary()}.\n{self.how_to_serve()}"
 
 
 def web_bundle(artifacts_dir, out_dir, *, data=None, eval_data=None, steps: int = DEFAULT_STEPS,
@@ -96,21 +116,22 @@ def web_bundle(artifacts_dir, out_dir, *, data=None, eval_data=None, steps: int 
     train_rows, encoded = _bundled_rows(data, info, tokenizer, "data") if data is not None else ([], None)
     held_out, _ = _bundled_rows(eval_data, info, tokenizer, "eval_data") if eval_data is not None else ([], None)
     out = _destination(out_dir, folder)
+    old = web_folder.check_destination(out, _names(bool(train_rows), bool(held_out)))
     description = _description(info, folder, settings, bool(train_rows), bool(held_out))
     schedule = _batches(encoded, info, settings) if train_rows else []
     scratch = Path(tempfile.mkdtemp(prefix=".ortnb-bundle-", dir=out.parent))
     try:
-        _write(scratch, folder, info, runtime, settings, description)
+        _write(scratch, folder, info, runtime, settings)
         if train_rows:
             _write_json(scratch / DATA_FILE, {"rows": train_rows, "batches": schedule})
         if held_out:
             _write_json(scratch / EVAL_FILE, {"rows": held_out})
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(scratch, out)
+        _write_json(scratch / BUNDLE_FILE, {**description, "written": web_folder.listing(scratch)})
+        files = {p.relative_to(scratch).as_posix(): p.stat().st_size for p in sorted(scratch.rglob("*"))
+                 if p.is_file()}
+        web_folder.place(scratch, out, old)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    files = {str(p.relative_to(out)): p.stat().st_size for p in sorted(out.rglob("*")) if p.is_file()}
     return WebBundle(out, files, len(train_rows), len(held_out), steps, batch_size, float(learning_rate))
 
 
@@ -160,11 +181,15 @@ def _destination(out_dir, artifacts: Path) -> Path:
                           "(it copies the artifacts into itself)")
     if out.is_file():
         raise ConfigError(f"out_dir {str(out)!r} is a file: give a folder for the bundle")
-    if out.is_dir() and any(out.iterdir()) and not (out / BUNDLE_FILE).is_file():
-        raise ConfigError(f"out_dir {str(out)!r} already holds files that are not a web bundle: give an empty or new "
-                          "folder (a bundle written there before is replaced)")
     out.parent.mkdir(parents=True, exist_ok=True)
     return out
+
+
+def _names(has_data: bool, has_eval: bool) -> list[str]:
+    """The relative paths of the files a bundle writes (bundle.json aside)."""
+    return [*PAGE_FILES, *(f"{RUNTIME_FOLDER}/{name}" for name in web_runtime.FILES),
+            *(f"{ARTIFACTS_FOLDER}/{name}" for name in ARTIFACT_FILES),
+            *([DATA_FILE] if has_data else []), *([EVAL_FILE] if has_eval else [])]
 
 
 def identity(folder: Path, info: manifest.Manifest) -> str:
@@ -191,22 +216,22 @@ def _description(info: manifest.Manifest, folder: Path, settings: EdgeConfig, ha
                      "schedule": "linear decay from learning_rate at step 1 to 0 after the last step, computed in "
                                  "the optimizer graph (ONNX Runtime Web 1.19.2 cannot set a rate)",
                      "pad_to_multiple": batches.PAD_TO_MULTIPLE},
-        "runtime": {"folder": RUNTIME_FOLDER, "script": web_runtime.API_SCRIPT, "files": list(web_runtime.FILES)},
-        "artifacts": {name: f"{ARTIFACTS_FOLDER}/{name}" for name in
-                      (manifest.TRAINING_MODEL, manifest.EVAL_MODEL, manifest.OPTIMIZER_MODEL, manifest.CHECKPOINT,
-                       manifest.TOKENIZER)},
+        # The pinned values, not the copied files' own: the page loads each with them as subresource integrity.
+        "runtime": {"folder": RUNTIME_FOLDER, "script": web_runtime.API_SCRIPT, "loader": web_runtime.LOADER,
+                    "wasm": web_runtime.WASM, "files": list(web_runtime.FILES),
+                    "integrity": dict(web_runtime.FILE_INTEGRITY)},
+        "artifacts": {name: f"{ARTIFACTS_FOLDER}/{name}" for name in ARTIFACT_FILES},
         "data": DATA_FILE if has_data else None, "eval_data": EVAL_FILE if has_eval else None,
     }
 
 
-def _write(scratch: Path, folder: Path, info: manifest.Manifest, runtime: Path, settings: EdgeConfig,
-           description: dict) -> None:
+def _write(scratch: Path, folder: Path, info: manifest.Manifest, runtime: Path, settings: EdgeConfig) -> None:
     page = resources.files("ortnb.edge") / "web"
     for name in PAGE_FILES:
         (scratch / name).write_bytes((page / name).read_bytes())
     (scratch / RUNTIME_FOLDER).mkdir()
-    for name in web_runtime.FILES:
-        shutil.copyfile(runtime / name, scratch / RUNTIME_FOLDER / name)
+    for name in web_runtime.FILES:  # the bytes checked against the pins are the bytes copied
+        (scratch / RUNTIME_FOLDER / name).write_bytes(web_runtime.read_checked(runtime, name))
     target = scratch / ARTIFACTS_FOLDER
     target.mkdir()
     for name in (manifest.TRAINING_MODEL, manifest.EVAL_MODEL, manifest.CHECKPOINT):
@@ -214,7 +239,6 @@ def _write(scratch: Path, folder: Path, info: manifest.Manifest, runtime: Path, 
     shutil.copyfile(folder / info.tokenizer, target / manifest.TOKENIZER)
     web_schedule.scheduled_optimizer(folder / manifest.OPTIMIZER_MODEL, target / manifest.OPTIMIZER_MODEL,
                                      peak=settings.learning_rate, steps=settings.steps)
-    _write_json(scratch / BUNDLE_FILE, description)
 
 
 def _write_json(path: Path, value) -> None:

@@ -9,10 +9,17 @@ threads. Without them the page trains on one thread. It also names the types a m
 
 from __future__ import annotations
 
+import errno
 import functools
 import http.server
 import threading
 from pathlib import Path
+
+HOST = "127.0.0.1"
+
+
+class PortUnavailable(OSError):
+    """The port cannot be bound: the message says which, why, and how to choose another."""
 
 TYPES = {".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm",
          ".onnx": "application/octet-stream", ".json": "application/json"}
@@ -36,10 +43,16 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 class BundleServer:
     """A running server: ``url`` (index.html), ``stop()``; a context manager that stops on exit."""
 
-    def __init__(self, folder: Path, port: int, isolated: bool, host: str = "127.0.0.1"):
+    def __init__(self, folder: Path, port: int, isolated: bool, host: str = HOST):
         handler = type("Handler", (_Handler,), {"isolated": isolated})
         self.folder, self.isolated = Path(folder), isolated
-        self._server = http.server.ThreadingHTTPServer((host, port), functools.partial(handler, directory=str(folder)))
+        try:
+            self._server = http.server.ThreadingHTTPServer((host, port),
+                                                           functools.partial(handler, directory=str(folder)))
+        except OSError as error:
+            refused = PortUnavailable(port_words(port, error.errno, host))
+            refused.errno = error.errno
+            raise refused from None
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, name="ortnb-bundle-server", daemon=True)
@@ -47,7 +60,7 @@ class BundleServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/index.html"
+        return f"http://{HOST}:{self.port}/index.html"
 
     def stop(self) -> None:
         self._server.shutdown()
@@ -62,6 +75,16 @@ class BundleServer:
 
     def __repr__(self) -> str:
         return f"BundleServer({self.url}, {'cross-origin isolated' if self.isolated else 'one thread'})"
+
+
+def port_words(port: int, number: int | None, host: str = HOST) -> str:
+    """Why ``port`` cannot be served and the way out, in one line (the CLI prints it as it is)."""
+    way = "serve on another port (--port 8001, or port=8001 in Python; 0 picks a free one)"
+    if number == errno.EADDRINUSE:
+        return f"port {port} on {host} is in use (another server holds it): {way}, or stop what holds it"
+    if number == errno.EACCES:
+        return f"port {port} on {host} needs administrator rights (as every port below 1024): {way}"
+    return f"port {port} on {host} cannot be opened ({errno.errorcode.get(number, number)}): {way}"
 
 
 def serve(folder, port: int = 0, isolated: bool = False) -> BundleServer:

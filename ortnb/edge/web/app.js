@@ -39,8 +39,8 @@ function render() {
   $("predict").disabled = busy;
   $("download").disabled = busy;
   $("add-example").disabled = state.status === "loading" || state.status === "error";
-  $("step-counter").textContent = bundle ? `step ${state.step} (round ${Math.max(state.round, 1)}: ${roundStep} / ${bundle.training.steps})`
-    : "step 0";
+  $("step-counter").textContent = bundle && state.round
+    ? `step ${state.step} (this Train: ${roundStep} of ${bundle.training.steps})` : `step ${state.step}`;
   const times = state.timings.step_ms.slice(2); // the first steps plan memory: left out, as ortnb's runs do
   $("step-time").textContent = times.length ? `${median(times).toFixed(0)} ms a step (median)` : "";
   $("data-summary").textContent = trainRows.length ? `${trainRows.length} rows (${state.source})` +
@@ -106,7 +106,7 @@ async function boot() {
     return fail(`The bundle is missing ${absent.join(", ")}. Write it again with ortnb.edge.web_bundle(...) or ` +
       "`ortnb edge web ARTIFACTS OUT`, and serve the whole folder.");
   }
-  await loadScript(`${runtime.folder}/${runtime.script}`);
+  await loadRuntime(runtime);
   // Worker threads need SharedArrayBuffer, which only a cross-origin isolated page has: elsewhere ORT Web would
   // drop to one thread on its own, and the page would report threads it does not use.
   const threads = state.isolated ? (bundle.training.threads ?? Math.min(4, navigator.hardwareConcurrency || 1)) : 1;
@@ -133,10 +133,30 @@ async function boot() {
 
 async function createSession() {
   const a = bundle.artifacts;
+  // Severity 3 (errors only): at 2, the default, ORT logs "Removing initializer" to the console as an error for
+  // every constant its graph optimizer drops (the dropout ratios), which is routine, not a fault.
   return ort.TrainingSession.create({
     checkpointState: a.checkpoint, trainModel: a["training_model.onnx"], evalModel: a["eval_model.onnx"],
     optimizerModel: a["optimizer_model.onnx"],
-  });
+  }, { logSeverityLevel: 3, logVerbosityLevel: 0 });
+}
+
+// ONNX Runtime Web runs only as pinned: each file's sha512 comes from bundle.json (ortnb's
+// web_runtime.FILE_INTEGRITY, not the copied files' own), and the browser refuses a file that differs. The API
+// script loads with an integrity attribute, the loader is preloaded with one (ORT's import of it then takes the
+// checked module), and the wasm is fetched with one and handed to ORT as bytes, so ORT fetches no unchecked copy.
+async function loadRuntime(runtime) {
+  const path = (name) => `${runtime.folder}/${name}`;
+  const pinned = runtime.integrity;
+  const refused = (name) => new Error(`${path(name)} does not match the sha512 ortnb pinned for ONNX Runtime Web ` +
+    `${bundle.onnxruntime_web} (it changed after the bundle was written), so the page will not run it. Write the ` +
+    "bundle again with `ortnb edge web ARTIFACTS OUT` (it checks ONNX Runtime Web's files; " +
+    "`ortnb setup --web --force` fetches them again).");
+  await loadScript(path(runtime.script), pinned[runtime.script]).catch(() => { throw refused(runtime.script); });
+  await preloadModule(path(runtime.loader), pinned[runtime.loader]).catch(() => { throw refused(runtime.loader); });
+  const wasm = await fetch(path(runtime.wasm), { integrity: pinned[runtime.wasm], cache: "no-store" })
+    .catch(() => { throw refused(runtime.wasm); });
+  ort.env.wasm.wasmBinary = await wasm.arrayBuffer();
 }
 
 async function fetchJson(path, what) {
@@ -145,13 +165,26 @@ async function fetchJson(path, what) {
   return response.json();
 }
 
-function loadScript(src) {
+function loadScript(src, integrity) {
   return new Promise((resolve, reject) => {
     const script = document.createElement("script");
+    script.integrity = integrity;
     script.src = src;
     script.onload = resolve;
     script.onerror = () => reject(new Error(`${src} did not load`));
     document.head.append(script);
+  });
+}
+
+function preloadModule(href, integrity) {
+  return new Promise((resolve, reject) => {
+    const link = document.createElement("link");
+    link.rel = "modulepreload";
+    link.integrity = integrity;
+    link.href = href;
+    link.onload = resolve;
+    link.onerror = () => reject(new Error(`${href} did not load`));
+    document.head.append(link);
   });
 }
 
@@ -160,7 +193,7 @@ function describeModel() {
   const facts = [["model", m.source || "(in the artifacts)"], ["labels", m.labels.join(", ")],
     ["training", `${m.selection}: ${m.trainable_parameters.toLocaleString()} weights of ` +
       `${(m.trainable_parameters + m.frozen_parameters).toLocaleString()}`],
-    ["steps a round", `${t.steps} of ${t.batch_size} rows`],
+    ["each Train", `${t.steps} steps, each learning from ${t.batch_size} rows`],
     ["ONNX Runtime Web", `${bundle.onnxruntime_web}, ${state.threads} thread${state.threads > 1 ? "s" : ""}` +
       (state.isolated ? " (cross-origin isolated)" : " (one thread: the page is not cross-origin isolated)")]];
   $("model-facts").replaceChildren(...facts.flatMap(([term, value]) => {
@@ -170,9 +203,9 @@ function describeModel() {
     return [dt, dd];
   }));
   $("example-label").replaceChildren(...m.labels.map((label, i) => new Option(label, String(i))));
-  $("schedule").textContent = `Learning rate ${t.learning_rate} at step 1, decayed linearly to 0 after step ` +
-    `${t.steps}, as ortnb.edge.train decays it (the optimizer graph computes it: ONNX Runtime Web 1.19.2 cannot ` +
-    "set a rate). Train again starts a new round from the trained weights.";
+  $("schedule").textContent = `Each press of Train takes ${t.steps} steps, its learning rate falling from ` +
+    `${t.learning_rate} at the first step to 0 after the last, as ortnb.edge.train's does. Pressing Train again ` +
+    `takes ${t.steps} more steps from the weights trained so far.`;
 }
 
 function useRows(rows, source, batches = null) {
