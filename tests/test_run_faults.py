@@ -132,6 +132,77 @@ def test_a_process_names_its_run_folder_through_a_symlink(tmp_path):
     assert not liveness.names_folder(["python", str(run_dir) + "-other"], run_dir)
 
 
+def test_pid_files_another_user_wrote_neither_count_nor_aim_stop_at_a_process_of_yours(tmp_path):
+    run_dir = run_folder(tmp_path, event("started"), step(1), step(2))
+    mine = stand_in(run_dir)  # a process of this user whose command line holds the folder
+    try:
+        for role in ("supervisor", "ranks"):
+            liveness.record_process(run_dir, role, mine.pid)
+            os.chown(layout.process_file(run_dir, role), 54321, 54321)  # planted by another user
+        run = ortnb.attach(run_dir)
+        assert run.status == "failed" and not run.alive
+        assert f"pid-ranks.json belongs to uid 54321 but pid {mine.pid} runs as uid {os.getuid()}" in run.error
+        assert "neither counted as the run nor signalled" in run.error and "who wrote those pid files" in run.error
+        assert run.stop(timeout=0.5) == "failed"
+        run._force()  # even the forced stop, handed the entries, checks them
+        assert mine.poll() is None, "a process of this user received the signal another user's pid file aimed"
+    finally:
+        end(mine)
+
+
+def test_a_pid_file_is_followed_when_its_owner_runs_the_process():
+    entry = {"role": "ranks", "pid": 42, "run_dir": "/runs/r", "file_uid": 1000}
+    assert liveness.foreign_owner(entry, 1000) is None
+    assert liveness.foreign_owner({**entry, "file_uid": None}, 1000) is None  # an entry from launch itself
+    assert liveness.foreign_owner(entry, 0) == (
+        "pid-ranks.json belongs to uid 1000 but pid 42 runs as uid 0: a pid file another user wrote is not followed, "
+        "so that process is neither counted as the run nor signalled (delete the file if it is yours)")
+
+
+def test_a_folder_is_named_by_any_path_to_it_a_container_s_included(tmp_path):
+    runs = tmp_path / "runs"
+    (runs / "run-1").mkdir(parents=True)
+    container = tmp_path / "container"  # a process in a container sees the runs folder as /workspace
+    container.mkdir()
+    (container / "workspace").symlink_to(runs)
+    command = ["python", "-m", "ortnb.runner.worker", "/workspace/run-1"]
+    assert liveness.names_folder(command, runs / "run-1", root=container)
+    assert not liveness.names_folder(command, runs / "run-1")  # from outside, /workspace is not the folder
+    (runs / "run-2").mkdir()
+    assert not liveness.names_folder(command, runs / "run-2", root=container)
+    assert liveness.folder_identity(runs / "run-1") == liveness.folder_identity(tmp_path / "container/workspace/run-1")
+    assert liveness.folder_identity(tmp_path / "missing") is None
+
+
+@pytest.fixture
+def bind_mount(tmp_path):
+    """A second path to tmp_path/runs through a bind mount (what a container volume is)."""
+    source, target = tmp_path / "runs", tmp_path / "mounted"
+    source.mkdir(exist_ok=True)
+    target.mkdir()
+    if subprocess.run(["mount", "--bind", str(source), str(target)], capture_output=True).returncode != 0:
+        pytest.skip("bind mounts need root (CAP_SYS_ADMIN)")
+    yield target
+    subprocess.run(["umount", "-l", str(target)], check=True)
+
+
+def test_a_run_attached_through_a_symlink_to_another_mount_of_its_folder_is_running_and_stops(tmp_path, bind_mount):
+    run_dir = run_folder(tmp_path, event("started"), step(1), heartbeat_age=1)
+    started_as = bind_mount / run_dir.name  # the process was started with the mounted path
+    ranks = stand_in(started_as)
+    liveness.record_process(started_as, "ranks", ranks.pid)
+    link = tmp_path / "link"
+    link.symlink_to(run_dir)
+    try:
+        run = ortnb.attach(link)  # the user's path: a symlink to the folder's other mount
+        assert run.status == "running" and run.alive, run.error
+        run._force()
+        assert wait_for(lambda: ranks.poll() is not None, 10), "stop() did not reach the run's process"
+        assert run.status == "stopped"
+    finally:
+        end(ranks)
+
+
 def test_a_reused_pid_does_not_count_as_the_run(tmp_path):
     run_dir = run_folder(tmp_path, event("started"))
     liveness.record_process(run_dir, "supervisor", os.getpid())

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -78,12 +79,46 @@ def start_heartbeat(run_dir: Path, interval: float = HEARTBEAT_S) -> threading.E
 
 def read_processes(run_dir: Path) -> dict[str, dict]:
     """The recorded processes, each with the folder it was read from as ``run_dir`` (where the file lies,
-    not what it says: process_alive checks the process against it)."""
+    not what it says: process_alive checks the process against it) and the file's owner as ``file_uid`` (a run's
+    processes write their own pid files: one written by another user names none of them)."""
     found = {}
     for role in ROLES:
-        entry = files.read_json_object(layout.process_file(run_dir, role))
+        path = layout.process_file(run_dir, role)
+        entry = files.read_json_object(path)
         if entry is not None:
-            found[role] = {**entry, "run_dir": str(run_dir)}
+            try:
+                owner = path.stat().st_uid
+            except OSError:
+                continue  # deleted since it was read
+            found[role] = {**entry, "run_dir": str(run_dir), "file_uid": owner}
+    return found
+
+
+def foreign_owner(entry: dict, process_uid: int) -> str | None:
+    """Why a recorded process is not the run's although its pid file names it: the file belongs to another
+    user than the process (pure; None when they agree or the owner is unknown)."""
+    owner = entry.get("file_uid")
+    if owner is None or owner == process_uid:
+        return None
+    return (f"{layout.process_file(Path(entry.get('run_dir', '.')), entry.get('role', '?')).name} belongs to uid "
+            f"{owner} but pid {entry.get('pid')} runs as uid {process_uid}: a pid file another user wrote is not "
+            "followed, so that process is neither counted as the run nor signalled (delete the file if it is yours)")
+
+
+def refusals(processes: dict[str, dict]) -> dict[str, str]:
+    """role -> foreign_owner's reason, for each recorded process on this host whose pid file another user wrote."""
+    import psutil
+
+    found = {}
+    for role, entry in processes.items():
+        if entry.get("host") != socket.gethostname():
+            continue
+        try:
+            why = foreign_owner(entry, psutil.Process(entry["pid"]).uids().real)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, KeyError, TypeError):
+            continue
+        if why:
+            found[role] = why
     return found
 
 
@@ -101,10 +136,13 @@ def process_alive(entry: dict) -> bool | None:
             return False
         if "run_dir" not in entry:
             return True
-        command_line = _command_line(process)
+        if foreign_owner(entry, process.uids().real):
+            return False
+        command_line, root = _command_line(process), f"/proc/{process.pid}/root"
         if entry.get("serves_in_turn"):  # a warm worker names the folder its runs lie in, and moves on
-            return names_folder(command_line, Path(entry["run_dir"]).parent) and not run_ended(entry["run_dir"])
-        return names_folder(command_line, entry["run_dir"])
+            return (names_folder(command_line, Path(entry["run_dir"]).parent, root)
+                    and not run_ended(entry["run_dir"]))
+        return names_folder(command_line, entry["run_dir"], root)
     except (psutil.NoSuchProcess, psutil.AccessDenied, KeyError, TypeError):
         return False
 
@@ -128,12 +166,33 @@ def run_ended(run_dir: str | Path) -> bool:
     return (status_file.read(Path(run_dir)) or {}).get("status") in FINAL_EVENTS
 
 
-def names_folder(command_line: list[str], run_dir: str | Path) -> bool:
-    """Whether a command line has the run folder as an argument (pure but for resolving symlinks, so a
-    folder attached through a link still matches the absolute path the run was started with)."""
-    wanted = os.path.realpath(run_dir)
-    return any(arg == str(run_dir) or (os.sep in arg and os.path.realpath(arg) == wanted)
+def names_folder(command_line: list[str], run_dir: str | Path, root: str | Path = "/") -> bool:
+    """Whether a command line has the run folder as an argument: the same text, or a path to the same folder
+    (device and inode), so a folder attached through a symlink, a bind mount or a container's volume matches the
+    path the process was started with. ``root``: the process's view of the file system (/proc/PID/root: a
+    process in a container names paths inside it)."""
+    wanted = folder_identity(run_dir)
+    return any(arg == str(run_dir) or (wanted is not None and os.sep in arg and _identity_seen_from(root, arg) == wanted)
                for arg in command_line[1:])
+
+
+def folder_identity(path: str | Path) -> tuple[int, int] | None:
+    """(device, inode) of a folder: what every path to it shares; None if it is not one."""
+    try:
+        found = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (found.st_dev, found.st_ino) if stat.S_ISDIR(found.st_mode) else None
+
+
+def _identity_seen_from(root: str | Path, path: str) -> tuple[int, int] | None:
+    """folder_identity of ``path`` as a process whose root is ``root`` sees it; this process's view where
+    that root cannot be read (another user's process)."""
+    if str(root) != "/" and os.path.isabs(path):
+        found = folder_identity(os.path.join(root, path.lstrip(os.sep)))
+        if found is not None:
+            return found
+    return folder_identity(path)
 
 
 def heartbeat_age(run_dir: Path, now: float | None = None) -> float | None:
@@ -159,26 +218,32 @@ def check(run_dir: Path, processes: dict[str, dict], now: float | None = None) -
     uncheckable = not states or any(state is None for state in states.values())
     if uncheckable and age is not None and age < STALE_S:
         return Liveness(True)
-    return Liveness(False, explain(processes, states, age))
+    return Liveness(False, explain(processes, states, age, refusals(processes)))
 
 
-def explain(processes: dict[str, dict], states: dict[str, bool | None], age: float | None) -> str:
-    """Why a run without a final event counts as ended, and what to do (pure)."""
+def explain(processes: dict[str, dict], states: dict[str, bool | None], age: float | None,
+            refused: dict[str, str] | None = None) -> str:
+    """Why a run without a final event counts as ended, and what to do (pure). ``refused``: role -> why its
+    recorded process was not followed (refusals)."""
     heartbeat = "no heartbeat was ever written" if age is None else f"last heartbeat {age:.0f} s ago"
     if not processes:
         return (f"no process of this run is recorded (no pid-*.json) and {heartbeat}: it was started by an older "
                 "ortnb, or its supervisor never began. See run.log in the run folder, and launch the run again.")
+    refused = refused or {}
     ended = [f"{_DESCRIPTIONS.get(role, role)} (pid {entry.get('pid')})" for role, entry in processes.items()
-             if states.get(role) is False]
+             if states.get(role) is False and role not in refused]
     elsewhere = [f"{_DESCRIPTIONS.get(role, role)} (pid {entry.get('pid')} on {entry.get('host')})"
                  for role, entry in processes.items() if states.get(role) is None]
-    parts = []
+    parts = list(refused.values())
     if ended:
         parts.append(f"{' and '.join(ended)} ended without writing a final event")
     if elsewhere:
         parts.append(f"{' and '.join(elsewhere)} cannot be checked from this host and stopped beating")
     if "ranks" not in processes and "writer" not in processes:
         parts.append("the ranks were never started")
+    if refused and not ended and not elsewhere:
+        return (f"{'; '.join(parts)}; {heartbeat}. No process this folder can vouch for runs the run: see run.log "
+                "in the run folder, and find out who wrote those pid files.")
     return (f"{'; '.join(parts)}; {heartbeat}. Nothing runs this run any more (killed, out of memory, or the "
             "machine restarted): see run.log in the run folder, and launch the run again.")
 
