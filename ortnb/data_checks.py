@@ -81,8 +81,9 @@ def _look_built_in(name: str, task: str, columns: Columns) -> Look:
     found = BUILT_IN_COLUMNS[name]
     needed = columns.needed(task) if found != [TEXT] else [columns.text]
     missing = [column for column in needed if column not in found]
-    return Look(tuple(missing_column(name, column, found, task, columns) for column in missing)) if missing \
-        else BUILT_IN[name]
+    return Look(tuple(f"{name} has no {column!r} column: its columns are {', '.join(map(repr, found))}; leave "
+                      f"{columns.field_of(column)} as {found[needed.index(column)]!r}." for column in missing)) \
+        if missing else BUILT_IN[name]
 
 
 def labels(dataset, task: str | None, columns: Columns = DEFAULT) -> Labels | None:
