@@ -187,10 +187,11 @@ def test_the_server_sends_module_types_and_isolation_headers_only_when_asked(tmp
         serve(tmp_path / "elsewhere")
 
 
-def weights_file(path, values, identity, parameters=None, magic=b"ORTNBW1\n", step=3):
-    """A file laid out as app.js's weightsFile writes it."""
+def weights_file(path, values, identity, parameters=None, magic=b"ORTNBW1\n", step=3, header=None):
+    """A file laid out as app.js's weightsFile writes it (``header``: another header, as a crafted file holds)."""
     header = json.dumps({"format": "ortnb-browser-weights/1", "identity": identity, "step": step,
-                         "parameters": len(values) if parameters is None else parameters}).encode()
+                         "parameters": len(values) if parameters is None else parameters}
+                        if header is None else header).encode()
     path.write_bytes(magic + struct.pack("<I", len(header)) + header + np.asarray(values, "<f4").tobytes())
     return path
 
@@ -206,6 +207,48 @@ def test_a_weights_file_is_read_as_the_page_writes_it_and_damage_is_named(tmp_pa
         browser_weights.read(weights_file(tmp_path / "short.bin", [1.0, 2.0], "abc", parameters=3))
     with pytest.raises(FileNotFoundError, match="Download weights"):
         browser_weights.read(tmp_path / "absent.bin")
+
+
+def test_a_crafted_header_is_refused_naming_each_field():
+    from ortnb.edge.browser_weights import header_problems
+
+    good = {"format": "ortnb-browser-weights/1", "identity": "abc", "parameters": 3, "step": 0}
+    assert header_problems(good) == []
+    assert header_problems([1, 2]) == ["the header is a JSON list, not an object"]
+    assert header_problems({**good, "parameters": "12abc", "step": -5}) == [
+        'parameters is "12abc", not a whole number 0 or more', "step is -5, not a whole number 0 or more"]
+    assert header_problems({**good, "step": True, "parameters": 2.5}) == [
+        "parameters is 2.5, not a whole number 0 or more", "step is true, not a whole number 0 or more"]
+    assert header_problems({"parameters": 1, "step": 1}) == [
+        "format is None, not 'ortnb-browser-weights/1'", "identity is null, not the export's checkpoint hash"]
+
+
+@pytest.mark.parametrize("header, named", [
+    ({"format": "ortnb-browser-weights/1", "identity": "a", "step": 3, "parameters": "1x"}, 'parameters is "1x"'),
+    ([1, 2, 3], "the header is a JSON list"),  # was AttributeError: 'list' object has no attribute 'get'
+    ({"format": "ortnb-browser-weights/1", "identity": "a", "step": -5, "parameters": 1}, "step is -5"),
+])
+def test_read_refuses_a_crafted_header_with_its_path(tmp_path, header, named):
+    from ortnb.edge import browser_weights
+
+    path = weights_file(tmp_path / "w.bin", [1.0], "a", header=header)
+    with pytest.raises(ConfigError) as refused:
+        browser_weights.read(path)
+    assert str(refused.value).startswith(f"{path} has a header the page does not write (")
+    assert named in str(refused.value) and str(refused.value).endswith("Download the weights again from the page")
+
+
+def test_non_finite_tensors_are_named_most_first():
+    from ortnb.edge.browser_weights import non_finite, non_finite_words
+
+    tensors = {"a.weight": np.array([1.0, np.nan]), "b.bias": np.array([0.0]),
+               "c.weight": np.array([[np.inf, -np.inf], [np.nan, 1.0]])}
+    assert non_finite(tensors) == ["c.weight (3 of 4 values)", "a.weight (1 of 2 values)"]
+    assert non_finite_words("w.bin", non_finite(tensors)) == (
+        "w.bin holds NaN or infinite weights, in c.weight (3 of 4 values), a.weight (1 of 2 values): training "
+        "diverged, and a model made from them predicts nothing. Train again with a lower learning rate "
+        "(ortnb.edge.web_bundle(..., learning_rate=...) or `ortnb edge web --lr`), or use weights downloaded before "
+        "the loss became NaN")
 
 
 def a_stand_in_artifacts_folder(path):
@@ -549,3 +592,24 @@ def test_ortnb_edge_web_serve_on_a_busy_port_says_so_without_a_traceback(artifac
     assert said == (f"ortnb edge web: port {port} on 127.0.0.1 is in use (another server holds it): serve on another "
                     "port (--port 8001, or port=8001 in Python; 0 picks a free one), or stop what holds it; the bundle "
                     f"is written, in {tmp_path / 'web'}\n")
+
+
+@pytest.mark.slow
+@pytest.mark.ort
+def test_nan_or_infinite_downloaded_weights_are_refused_naming_the_tensor(artifacts, tmp_path):
+    from ortnb.edge import load_browser_weights, to_pytorch
+    from ortnb.edge.manifest import Manifest
+    from ortnb.edge.web_bundle import identity
+
+    info = Manifest.read(artifacts)
+    values = np.zeros(info.trainable_parameters, np.float32)
+    values[0], values[-1] = np.nan, np.inf
+    downloaded = weights_file(tmp_path / "w.bin", values, identity(artifacts, info))
+    for load in (lambda: load_browser_weights(artifacts, downloaded), lambda: to_pytorch(downloaded, artifacts)):
+        with pytest.raises(ConfigError) as refused:
+            load()
+        message = str(refused.value)
+        assert message.startswith(f"{downloaded} holds NaN or infinite weights, in ")
+        named = [name for name in info.trainable if f"{name} (1 of " in message]
+        assert len(named) == 2, message  # the first tensor and the last, each with its one bad value
+    assert not list(tmp_path.glob("*.ckpt"))

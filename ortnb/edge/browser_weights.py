@@ -31,7 +31,7 @@ class BrowserWeights:
 
     @property
     def step(self) -> int:
-        return int(self.header.get("step", 0))
+        return self.header["step"]  # read() checked it: a whole number, 0 or more
 
 
 def is_browser_weights(path) -> bool:
@@ -58,13 +58,50 @@ def read(path) -> BrowserWeights:
         header = json.loads(payload[start:start + length].decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         raise ConfigError(f"{path} has a damaged header: download the weights again") from None
+    problems = header_problems(header)
+    if problems:
+        raise ConfigError(f"{path} has a header the page does not write ({'; '.join(problems)}): the file was "
+                          "edited or comes from elsewhere. Download the weights again from the page")
     body = payload[start + length:]
-    expected = 4 * int(header.get("parameters", -1))
-    if header.get("format") != FORMAT or len(body) != expected:
+    expected = 4 * header["parameters"]
+    if len(body) != expected:
         raise ConfigError(f"{path} holds {len(body):,} bytes of weights, but its header promises "
-                          f"{max(expected, 0):,} ({header.get('parameters')} float32 values): the file is cut short "
+                          f"{expected:,} ({header['parameters']} float32 values): the file is cut short "
                           "or damaged. Download the weights again")
     return BrowserWeights(header, np.frombuffer(body, dtype="<f4").copy())
+
+
+def header_problems(header) -> list[str]:
+    """What in a downloaded file's header app.js's weightsFile never writes: each field named, with what it held."""
+    if not isinstance(header, dict):
+        return [f"the header is a JSON {type(header).__name__}, not an object"]
+    problems = [] if header.get("format") == FORMAT else [f"format is {header.get('format')!r}, not {FORMAT!r}"]
+    for field in ("parameters", "step"):
+        value = header.get(field)
+        if not _count(value):
+            problems.append(f"{field} is {json.dumps(value)}, not a whole number 0 or more")
+    if not isinstance(header.get("identity"), str):
+        problems.append(f"identity is {json.dumps(header.get('identity'))}, not the export's checkpoint hash")
+    return problems
+
+
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def non_finite(tensors: dict) -> list[str]:
+    """Lines naming each tensor holding NaN or infinite values (name -> array), largest count first."""
+    counts = {name: int(np.size(values) - np.isfinite(values).sum()) for name, values in tensors.items()}
+    found = sorted(((count, name) for name, count in counts.items() if count), key=lambda item: (-item[0], item[1]))
+    return [f"{name} ({count:,} of {np.size(tensors[name]):,} values)" for count, name in found]
+
+
+def non_finite_words(source, bad: list[str]) -> str:
+    """Why weights with NaN or infinite values are refused, and the way out."""
+    shown = ", ".join(bad[:3]) + (f" and {len(bad) - 3} more tensors" if len(bad) > 3 else "")
+    return (f"{source} holds NaN or infinite weights, in {shown}: training diverged, and a model made from them "
+            "predicts nothing. Train again with a lower learning rate (ortnb.edge.web_bundle(..., learning_rate=...) "
+            "or `ortnb edge web --lr`), or use weights downloaded before the loss became NaN")
 
 
 def describe(path: Path) -> str:
@@ -124,6 +161,9 @@ def load_browser_weights(artifacts_dir, downloaded, out=None) -> Path:
                         device="cpu", session_options=loop.session_options(1))
     # Module's wrapper hands the value to C++ as given, and C++ takes the pybind OrtValue inside the Python one.
     module.copy_buffer_to_parameters(OrtValue.ortvalue_from_numpy(weights.values)._ortvalue, True)
+    if not np.isfinite(weights.values).all():  # named by tensor, read back in the order ORT copied them
+        bad = non_finite({name: np.asarray(state.parameters[name].data) for name in info.trainable})
+        raise ConfigError(non_finite_words(downloaded, bad))
     state.properties[loop.STEP_PROPERTY] = weights.step
     target = Path(out) if out is not None else Path(downloaded).with_suffix(".ckpt")
     partial = target.with_name(target.name + ".partial")

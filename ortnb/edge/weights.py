@@ -41,9 +41,13 @@ def to_pytorch(run_or_checkpoint, artifacts_dir=None):
     if missing:
         raise ValueError(f"the checkpoint {checkpoint} lacks {len(missing)} of the model's weights "
                          f"({', '.join(missing[:3])}...): it was not made from these artifacts")
+    values = {name: np.array(state.parameters[name].data) for name in stored}
+    bad = browser_weights.non_finite(values)
+    if bad:
+        raise ConfigError(browser_weights.non_finite_words(f"the checkpoint {checkpoint}", bad))
     with torch.no_grad():
         for name in stored:
-            names[name].copy_(torch.from_numpy(np.array(state.parameters[name].data)))
+            names[name].copy_(torch.from_numpy(values[name]))
     return model.eval()
 
 
