@@ -87,11 +87,13 @@ class Dashboard(FindFastest, ProfileAction):
         import ipywidgets as w
 
         from .fit import WidthWatcher, responsive
+        from .columns import ColumnPicker
         from .panel import ConfigPanel
         from .tryit import TryIt
 
         self.panel = ConfigPanel(config)
         self.panel.on_change(self._form_changed)
+        self.columns = ColumnPicker(self.panel, on_change=self._form_changed)  # text/label columns from the header
         # width "auto", not 100%: accordions and tabs have margins, and 100% plus a margin scrolls sideways.
         self.settings = w.Accordion(children=[self.panel.widget], selected_index=0, layout=w.Layout(width="auto"))
         self.buttons = {name: w.Button(description=name, button_style=style, icon=icon, layout=w.Layout(width="auto"))

@@ -36,7 +36,8 @@ CHOICE_LABELS = {
     "task": {None: "the model's own", "sequence-classification": "classification", "causal-lm": "causal LM"},
 }
 # What each control is called on screen; validate()'s field names map onto these.
-CONTROL_LABELS = {"model": "model", "dataset": "dataset", "backend": "engine", "optim": "optimizer",
+CONTROL_LABELS = {"model": "model", "dataset": "dataset", "text_column": "text column", "label_column": "label column",
+                  "backend": "engine", "optim": "optimizer",
                   "precision": "precision", "zero_stage": "ZeRO-1", "zero1": "ZeRO-1", "num_processes": "processes",
                   "batch_size": "batch size", "seq_len": "sequence length", "max_steps": "steps", "epochs": "epochs",
                   "length": "train for", "learning_rate": "learning rate", "warmup_steps": "warm-up steps",
