@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -57,6 +59,17 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def listeners_while(processes: list[subprocess.Popen]) -> list[tuple]:
+    """Every listening socket the processes' families opened, looked at twice a second until they end."""
+    from .test_runner import listeners
+
+    seen = []
+    while any(process.poll() is None for process in processes):
+        seen.extend(listeners())
+        time.sleep(0.5)
+    return seen
+
+
 @pytest.mark.slow
 def test_two_nodes_on_localhost_train_one_zero1_run_through_ortnb_run(tmp_path):
     """What the README says a cluster does: `ortnb run config.json -- <torchrun node args>` on every node.
@@ -74,7 +87,12 @@ def test_two_nodes_on_localhost_train_one_zero1_run_through_ortnb_run(tmp_path):
     nodes = [subprocess.Popen([sys.executable, "-m", "ortnb", "run", str(config), "--", "--nnodes", "2",
                                "--node_rank", str(node), "--rdzv_backend", "c10d", "--rdzv_endpoint", endpoint],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for node in (0, 1)]
-    outputs = [node.communicate(timeout=300) for node in nodes]
+    with ThreadPoolExecutor(1) as pool:
+        watch = pool.submit(listeners_while, nodes)
+        outputs = [node.communicate(timeout=300) for node in nodes]
+        seen = watch.result()
+    # Across nodes the stores listen where the user named an address (or this host's name), never on every interface.
+    assert seen and not [found for found in seen if found[2] in ("::", "0.0.0.0")], seen
     for node, (out, err) in zip(nodes, outputs):
         assert node.returncode == 0, out[-2000:] + err[-3000:]
         assert out.count("samples/s") == 4 and "completed; engine onnxruntime" in out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import signal
@@ -37,6 +38,38 @@ def alive_workers(run) -> list[psutil.Process]:
 
 def assert_no_workers_within(run, seconds=60):
     assert wait_for(lambda: not alive_workers(run), seconds), [p.info["cmdline"] for p in alive_workers(run)]
+
+
+def reachable_from_outside(ip: str) -> bool:
+    """Whether a socket listening on ``ip`` accepts connections from another machine (anything but loopback)."""
+    address = ipaddress.ip_address(ip.split("%")[0])
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return not address.is_loopback
+
+
+def listeners() -> list[tuple[int, str, str, int]]:
+    """(pid, program, address, port) of every listening TCP socket of this test's processes and their
+    descendants (psutil reads /proc/<pid>/net/tcp{,6} and matches the fds' inodes)."""
+    found = []
+    for process in psutil.Process().children(recursive=True):
+        try:
+            for connection in process.net_connections(kind="tcp"):
+                if connection.status == psutil.CONN_LISTEN:
+                    found.append((process.pid, " ".join(process.cmdline()[1:4]), *connection.laddr))
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return found
+
+
+def exposed_listeners() -> list[tuple[int, str, str, int]]:
+    """The listeners() that another machine could reach: anything not on loopback."""
+    return [found for found in listeners() if reachable_from_outside(found[2])]
+
+
+def test_loopback_is_told_apart_from_every_other_address():
+    assert [reachable_from_outside(ip) for ip in ("127.0.0.1", "127.3.2.1", "::1", "::ffff:127.0.0.1")] == [False] * 4
+    assert [reachable_from_outside(ip) for ip in ("::", "0.0.0.0", "10.1.2.3", "fe80::1%eth0")] == [True] * 4
 
 
 def test_single_process_run_streams_metrics_while_the_kernel_stays_free(tmp_path):
@@ -98,6 +131,8 @@ def test_killing_one_of_two_ranks_fails_the_run_without_a_hang(tmp_path, monkeyp
     monkeypatch.setenv("ORTNB_FAULT", "slow:0.3")
     run = ortnb.launch(tiny(tmp_path, num_processes=2, max_steps=200))
     assert wait_for(lambda: len(run.metrics) >= 2, 300), run.error
+    # While both ranks train: torchrun's stores and gloo's pairs listen on loopback only (no authentication).
+    assert exposed_listeners() == []
     ranks = [p for p in alive_workers(run) if "ortnb.runner.worker" in " ".join(p.cmdline())]
     victim = next(p for p in ranks if p.environ().get("RANK") == "1")
     victim.send_signal(signal.SIGKILL)

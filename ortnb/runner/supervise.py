@@ -19,7 +19,7 @@ from pathlib import Path
 from .. import files
 from ..config import RunConfig
 from ..metrics import final_event, steps
-from . import control, layout, liveness, status_file
+from . import control, layout, liveness, status_file, torchrun
 from .stream import append_event
 
 GRACE_S = 30.0  # a supervisor told to end lets the ranks finish their step and checkpoint, as stop() does
@@ -30,16 +30,15 @@ def worker_command(cfg: RunConfig, run_dir: Path, launcher_args: list[str] | Non
     worker = ["-m", "ortnb.runner.worker", str(run_dir)]
     if cfg.num_processes == 1 and not launcher_args:
         return [sys.executable, *worker]
-    # Several ranks: torchrun starts them and tears all down if one dies. Multi-node runs pass
-    # --nnodes/--node_rank/--rdzv_endpoint through launcher_args instead of --standalone.
-    where = launcher_args or ["--standalone"]
-    return [sys.executable, "-m", "torch.distributed.run", *where, f"--nproc_per_node={cfg.num_processes}", *worker]
+    # Several ranks: torchrun starts them and tears all down if one dies, its stores bound to loopback (or, across
+    # nodes, to the address in launcher_args: --nnodes/--node_rank/--rdzv_endpoint), see torchrun.py.
+    return torchrun.command(cfg.num_processes, worker, launcher_args)
 
 
-def worker_environment(cfg: RunConfig) -> dict:
+def worker_environment(cfg: RunConfig, launcher_args: list[str] | None = None) -> dict:
     import torch
 
-    env = dict(os.environ)
+    env = torchrun.environment(dict(os.environ), single_machine=not launcher_args)
     threads = cfg.threads or max(1, (os.cpu_count() or 1) // cfg.num_processes)
     env.update(OMP_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1")
     if not torch.cuda.is_available():
@@ -115,7 +114,7 @@ def supervise(run_dir: Path, launcher_args: list[str] | None = None) -> int:
     for signum in ENDING_SIGNALS:  # before the ranks start, so that no signal can orphan them
         signal.signal(signum, on_signal)
     with open(run_dir / layout.LOG, "ab") as log:
-        ranks = subprocess.Popen(worker_command(cfg, run_dir, launcher_args), env=worker_environment(cfg),
+        ranks = subprocess.Popen(worker_command(cfg, run_dir, launcher_args), env=worker_environment(cfg, launcher_args),
                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     started.append(ranks)
     liveness.record_process(run_dir, "ranks", ranks.pid)
