@@ -84,3 +84,27 @@ def test_ctrl_c_stops_the_search_and_leaves_no_worker(tmp_path):
     assert "(stopped)" in printed and "the search was stopped while it ran" in printed
     assert wait_for(lambda: not workers_under(tmp_path), 10), [p.info["cmdline"] for p in workers_under(tmp_path)]
     assert json.loads((tmp_path / "out" / "tune.json").read_text())["interrupted"] is True
+
+
+def test_a_second_search_into_the_same_runs_folder_is_refused_naming_the_first(tmp_path, monkeypatch, capsys):
+    clock = FakeClock()
+    monkeypatch.setattr("ortnb.tuning.measure.measurer", lambda *_a, **_k: fake_measure(clock, lambda c: 50.0))
+    runs = tmp_path / "runs"
+    arguments = ["tune", "--model", "tiny-bert", "--budget", "60", "--vary", "backend=eager", "--runs", str(runs),
+                 "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache"), "--wait-for-quiet", "0"]
+    first = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom pathlib import Path\n"
+                              "from ortnb.tuning.lock import search_lock\nwith search_lock(Path(sys.argv[1])):\n"
+                              "    print('holding', flush=True)\n    time.sleep(60)", str(runs)],
+                             stdout=subprocess.PIPE, text=True)  # a search under way in the same folder
+    try:
+        assert first.stdout.readline() == "holding\n"
+        assert cli.main(arguments) == 2
+        said = capsys.readouterr().err
+        assert re.search(rf"ortnb tune: output_dir: another search, `ortnb tune` \(pid {first.pid} on \S+, started "
+                         rf"\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d\), measures into {re.escape(str(runs))}; two searches in "
+                         r"one folder would measure each other's load\. Wait for it to end, stop it, or give this "
+                         r"search another folder \(--runs\)\.", said), said
+    finally:
+        first.kill()
+        first.wait()
+    assert cli.main(arguments) == 0  # the kernel released the lock with its holder

@@ -18,6 +18,8 @@ from ortnb.runner import layout, liveness, status_file
 from ortnb.runner.launch import wait_for
 from ortnb.runner.warm import WarmWorker
 
+from .test_runner import exposed_listeners
+
 
 def tiny(tmp_path, **overrides) -> ortnb.RunConfig:
     settings = dict(model="tiny-bert", backend="eager", batch_size=8, seq_len=32, max_steps=4, warmup_steps=1,
@@ -98,6 +100,8 @@ def test_two_rank_runs_share_one_warm_torchrun_and_agree_with_a_cold_one(tmp_pat
     assert cold.wait(300) == "completed", cold.error
     with WarmWorker(tmp_path / "runs") as worker:
         runs = [worker.launch(base), worker.launch(base.replace(batch_size=4))]  # queued: the second waits
+        assert wait_for(lambda: len(runs[0].metrics) >= 1, 300), runs[0].error
+        assert exposed_listeners() == []  # the warm torchrun's stores and the ranks' gloo pairs: loopback only
         assert [run.wait(300) for run in runs] == ["completed", "completed"], [run.error for run in runs]
         assert worker.started == 1
     assert list(runs[0].metrics["loss"]) == list(cold.metrics["loss"])
@@ -138,3 +142,11 @@ def test_when_its_parent_closes_it_the_run_in_progress_stops_after_its_step_and_
     assert run.status == "stopped" and not run.alive
     final = [e for e in run.events if e["event"] == "stopped"][-1]
     assert "the process that started this warm worker ended" in final["reason"]
+
+
+def test_every_warm_worker_started_has_a_queue_of_its_own(tmp_path):
+    from ortnb.runner.warm import queue_dir
+
+    # two searches on one runs folder each start a worker: one queue would hand a candidate to both
+    assert queue_dir(tmp_path, 1) != queue_dir(tmp_path, 1)
+    assert queue_dir(tmp_path, 2).parent == tmp_path and queue_dir(tmp_path, 2).name.startswith(".warm-x2-")

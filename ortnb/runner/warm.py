@@ -5,10 +5,11 @@ pays that once; each run still loads its model, reads its data from the token ca
 graph. A run trained warm has the same losses as the same run launched cold (tests/test_warm_worker.py).
 
     python -m ortnb.runner.warm RUNS_DIR QUEUE_DIR                       (one process)
-    python -m torch.distributed.run --standalone --nproc_per_node=N -m ortnb.runner.warm RUNS_DIR QUEUE_DIR
+    python -m ortnb.runner.torchrun [loopback node arguments] --nproc_per_node=N -m ortnb.runner.warm RUNS_DIR QUEUE_DIR
 
-QUEUE_DIR (RUNS_DIR/.warm-xN) holds the jobs, ``000001.job``, ``000002.job``..., each naming a run folder; every
-rank takes them in order. ``parent.json`` names the process that started the worker, ``close`` asks it to end.
+QUEUE_DIR (RUNS_DIR/.warm-xN-PID-TOKEN, one per worker started) holds the jobs, ``000001.job``, ``000002.job``...,
+each naming a run folder; every rank takes them in order. ``parent.json`` names the process that started the
+worker, ``close`` asks it to end.
 
 Every run keeps the run-folder protocol: the worker is recorded as the run's supervisor, ranks and writer, marked
 ``serves_in_turn`` (it counts as the run's process only until the run's final status is written, see
@@ -26,6 +27,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -38,7 +40,7 @@ from pathlib import Path
 from .. import files
 from ..config import RunConfig
 from ..errors import ConfigError
-from . import layout, liveness, status_file
+from . import layout, liveness, status_file, torchrun
 
 ROLES = ("supervisor", "ranks", "writer")
 POLL_S = 0.1  # how often an idle worker looks for its next job
@@ -47,7 +49,9 @@ CLOSE = "close"
 
 
 def queue_dir(runs_dir: Path, world: int) -> Path:
-    return Path(runs_dir) / f".warm-x{world}"
+    """A queue of its own for each worker started here: two WarmWorkers on one runs folder (two searches) must
+    never take each other's jobs."""
+    return Path(runs_dir) / f".warm-x{world}-{os.getpid()}-{secrets.token_hex(4)}"
 
 
 # -- the kernel's side -----------------------------------------------------------------------------
@@ -102,15 +106,15 @@ class WarmWorker:
         server = self._servers.get(world)
         if server is not None and self._usable(server.process):
             return server
+        if server is not None:
+            shutil.rmtree(server.queue, ignore_errors=True)  # a dead worker's jobs are not for the new one
         from .supervise import worker_environment
 
         queue = queue_dir(self.runs_dir, world)
-        shutil.rmtree(queue, ignore_errors=True)  # a dead worker's jobs are not for the new one
         queue.mkdir(parents=True)
         files.write_atomic(queue / PARENT, json.dumps(_me()))
         module = ["-m", "ortnb.runner.warm", str(self.runs_dir), str(queue)]
-        command = [sys.executable, *module] if world == 1 else [
-            sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world}", *module]
+        command = [sys.executable, *module] if world == 1 else torchrun.command(world, module)
         with open(queue / "worker.log", "ab") as log:  # each run's own output goes to its run.log
             # A session of its own: stop()'s escalation signals this group, and must reach nothing else.
             process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import shutil
 import tempfile
@@ -16,6 +17,7 @@ from .. import interrupts
 from ..config import RunConfig
 from ..errors import ConfigError
 from . import cache, result, space
+from .lock import search_lock
 from .result import TuneResult
 from .search import Budget, Interrupted, Search
 from .space import RUNG1_STEPS, default_grid
@@ -66,11 +68,13 @@ def tune(model: str | None = None, dataset=None, *, budget_s: float = DEFAULT_BU
     if entry is not None and not entry["interrupted"]:
         return TuneResult.from_dict(entry, base, from_cache=True, cache_path=str(path))
     resumed = _resume(candidates, entry)
-    if wait_for_quiet_s:
-        waited = _wait_for_quiet(wait_for_quiet_s, on_progress)
-        started += waited.waited_s  # the budget is for measuring, not for waiting
-    budget = Budget(float(budget_s), clock, started)
-    return _search(candidates, base, grid, budget, (path, key), resumed, on_progress, stop, output_dir)
+    # one search per runs folder (a temporary one is this search's own); the second is refused, naming the first
+    with search_lock(Path(output_dir).expanduser()) if output_dir is not None else contextlib.nullcontext():
+        if wait_for_quiet_s:
+            waited = _wait_for_quiet(wait_for_quiet_s, on_progress)
+            started += waited.waited_s  # the budget is for measuring, not for waiting
+        budget = Budget(float(budget_s), clock, started)
+        return _search(candidates, base, grid, budget, (path, key), resumed, on_progress, stop, output_dir)
 
 
 def candidate_configs(model: str | None = None, dataset=None, *, base: RunConfig | None = None,
