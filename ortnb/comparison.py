@@ -16,6 +16,7 @@ from . import judge, runner, stats
 from .config import RunConfig, fields
 from .errors import ConfigError
 from .runner import Run
+from .runner.ending import ended_after
 from .validation import validate
 
 SAME_FOR_ALL = ("model", "task", "dataset", "seed", "seq_len")  # padding may differ: it is an option being compared
@@ -107,19 +108,13 @@ def compare(configs: list[RunConfig], baseline: int = 0, repeats: int = 1,
                     note = _wait_for_quiet(wait_for_quiet_s, cfg.label, on_wait)
                     notes += [note] if note else []
                 run, recorded = runner.launch(cfg), False  # looked up at call time: tests replace runner.launch
-                if on_run:
-                    on_run(run)
-                run.wait(timeout)
-                if not run.done:  # out of time (or stalled): a comparison leaves no run training behind it
-                    run.stop()
+                with ended_after(run):  # out of time, stalled or interrupted: no run is left training behind it
+                    if on_run:
+                        on_run(run)
+                    run.wait(timeout)
                 summaries[index].append(run.summary())
                 recorded = True
     except KeyboardInterrupt as interrupt:
-        if run is not None and not run.done:  # interrupted before wait() began, or in on_run
-            from . import interrupts
-
-            with interrupts.deferred():
-                run.stop()
         if run is not None and not recorded:
             summaries[[c.label for c in configs].index(run.config.label)].append(run.summary())
         done = sum(len(group) for group in summaries)

@@ -73,6 +73,7 @@ def test_a_real_busy_process_is_seen_and_an_idle_machine_is_not():
 
 class FakeRun:
     done = True
+    alive = False
 
     def __init__(self, config):
         self.config, self.run_dir = config, "runs/fake"

@@ -79,15 +79,17 @@ def profile(configs, *, steps: int = DEFAULT_STEPS, warmup: int = DEFAULT_WARMUP
     """Profile each configuration (a RunConfig or a list of them) in a fresh run; every argument and
     configuration is checked first, and each problem named in one ConfigError."""
     from ..runner import launch
+    from ..runner.ending import ended_after
 
     configs = [configs] if isinstance(configs, RunConfig) else list(configs)
     prepared = _checked(configs, steps, warmup)
     runs = {}
     for cfg in prepared:
         run = launch(cfg, requests={collect.REQUEST: {"warmup": warmup, "steps": steps}})
-        if on_run is not None:
-            on_run(run)
-        status = run.wait()
+        with ended_after(run):  # a stalled run, an error or Ctrl-C: nothing of it is left training
+            if on_run is not None:
+                on_run(run)
+            status = run.wait()
         if status != "completed":
             raise RuntimeError(f"profile: the run of {cfg.label} ended {status}: {run.error or 'see ' + str(run.run_dir)}")
         runs[cfg.label] = run

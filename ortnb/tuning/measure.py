@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from .. import interrupts, metrics
+from .. import metrics
 from ..config import RunConfig
+from ..runner.ending import end, ended_after
 from .search import Interrupted, Limits
 from .space import WARMUP_STEPS, Candidate
 
@@ -37,18 +38,13 @@ def measurer(base: RunConfig, runs_dir: Path, keep: bool, stop: threading.Event 
         started = clock()
         run = start(config, warm)
         try:
-            limits.on_start(str(run.run_dir))
-            ended = follow(run, limits, stop, clock)
-            found = record(run, rung, clock() - started, ended)
-        except BaseException:
-            with interrupts.deferred():  # a further Ctrl-C or SIGTERM must not cut the stop short
-                halt(run, STOP_S)
-            raise
+            with ended_after(run, STOP_S):  # an interrupted run is discarded: it gets little time to stop
+                limits.on_start(str(run.run_dir))
+                ended = follow(run, limits, stop, clock)
+                found = record(run, rung, clock() - started, ended)
         finally:
             if not keep:
-                with interrupts.deferred():
-                    end_processes(run)
-                    shutil.rmtree(run.run_dir, ignore_errors=True)
+                shutil.rmtree(run.run_dir, ignore_errors=True)
         return found
 
     return measure
@@ -82,32 +78,13 @@ def follow(run, limits: Limits, stop: threading.Event | None, clock) -> str | No
         if run.status == "stalled":
             raise _Ended("stalled")
 
-    try:  # the caller stops an interrupted run its own way (halt, deferred), so follow must not
+    try:  # the caller ends an interrupted run its own way (ended_after, deferred), so follow must not
         run.follow(lambda record: None, interval=POLL_S, on_tick=tick, stop_on_interrupt=False)
     except _Ended as ended:
-        halt(run, STOP_S)  # the budget's end: no time for a long last step
+        end(run, STOP_S)  # the budget's end: no time for a long last step
         return ended.why
     run.wait(SETTLE_S)  # the final event is written; let the processes exit
     return None
-
-
-def halt(run, timeout: float) -> None:
-    """Stop the run (after its current step, then by force) and wait until none of its processes lives."""
-    if not run.done:
-        run.stop(timeout)
-    run.wait(SETTLE_S)
-    end_processes(run)
-
-
-def end_processes(run) -> None:
-    """The last resort when a run's processes outlive its end: SIGKILL every one recorded in its folder."""
-    if not run.alive:
-        return
-    from ..runner import control, liveness
-
-    for entry in liveness.read_processes(run.run_dir).values():
-        control.kill_tree(entry)
-    run.wait(5.0)
 
 
 def record(run, rung: int, cost_s: float, ended: str | None) -> dict:
