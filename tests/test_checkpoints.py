@@ -324,8 +324,9 @@ def test_a_run_whose_weights_turn_nan_at_its_last_step_fails_and_offers_best(tmp
     monkeypatch.setenv("ORTNB_FAULT", "nan:4")  # after the last step's loss: no loss ever shows it
     run = ortnb.launch(tiny(tmp_path, backend="eager", max_steps=4, warmup_steps=0, eval_every=2))
     assert run.wait(300) == "failed", run.error
-    assert "The weights became NaN or infinite by step 4 (1 of " in run.error
-    assert "Kept: best/ (step " in run.error and "Traceback" not in run.error
+    message = run.error.splitlines()[0]  # the worker's traceback tail follows it
+    assert message.startswith("FloatingPointError: The weights became NaN or infinite by step 4 (1 of "), message
+    assert "Kept: best/ (step " in message and "lower learning_rate" in message
     assert not (run.run_dir / layout.MODEL).exists() and layout.best(run.run_dir)["step"] in (0, 2)
     assert run.model_folder()[0] == run.run_dir / layout.BEST
     assert_no_workers_within(run)
