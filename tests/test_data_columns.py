@@ -242,3 +242,17 @@ def test_tunes_cache_key_keeps_old_keys_and_follows_a_column_mapping():
     assert cache.data_identity(base) == "rotten_tomatoes"
     assert cache.data_identity(base.replace(**MAPPED)) == {"data": "rotten_tomatoes",
                                                           "columns": ["review", "sentiment"]}
+
+
+@pytest.mark.slow
+def test_a_review_sentiment_csv_trains_through_launch(tmp_path):
+    import ortnb
+
+    path = write(tmp_path, "reviews.csv", REVIEWS)
+    run = ortnb.launch(RunConfig(model="tiny-bert", dataset=path, backend="eager", batch_size=4, seq_len=16,
+                                 max_steps=3, warmup_steps=1, evaluate=True, output_dir=str(tmp_path / "runs"),
+                                 **MAPPED))
+    assert run.wait(300) == "completed", run.error
+    assert run.load_model().config.id2label == {0: "neg", 1: "pos"}
+    saved = RunConfig.from_json(run.run_dir / "config.json")
+    assert (saved.text_column, saved.label_column) == ("review", "sentiment")
