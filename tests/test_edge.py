@@ -167,7 +167,10 @@ def test_missing_or_incomplete_artifacts(tmp_path, artifacts):
 
 def test_columns_that_do_not_match_the_graph(tmp_path, artifacts):
     message = refused(tmp_path, artifacts, dataset=[{"review": "fine", "stars": 4}])
-    assert "input_ids, attention_mask and labels" in message and "['review', 'stars']" in message
+    # the words runs get for the same rows (data_columns): edge reads the columns runs read
+    assert "dataset has no 'text' column for the text to classify (columns found: 'review', 'stars')" in message
+    assert "Or give input_ids instead of text." in message
+    assert "dataset has no 'label' column for each row's class" in message
 
 
 @pytest.mark.parametrize("label, words", [(2, ["label 2", "LABEL_0, LABEL_1"]), ("great", ["'great'"])])
