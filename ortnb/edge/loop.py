@@ -17,7 +17,7 @@ from .. import records
 from ..memory import peak_rss_mb
 from ..run_folder import checkpoint_step
 from ..runner import control
-from . import batches, manifest
+from . import batches, manifest, resume
 from .config import EdgeConfig
 from .manifest import Manifest
 
@@ -57,8 +57,10 @@ def latest_checkpoint(folder: Path) -> Path | None:
 def open_session(api, cfg: EdgeConfig) -> Session:
     folder = Path(cfg.artifacts_dir)
     info = Manifest.read(folder)
-    start = latest_checkpoint(Path(cfg.resume_from)) if cfg.resume_from else folder / manifest.CHECKPOINT
-    state = api.CheckpointState.load_checkpoint(str(start))
+    if cfg.resume_from:  # a damaged file or other artifacts' weights: named here, not in ORT's C++ words
+        state = resume.check(api, latest_checkpoint(Path(cfg.resume_from)), folder)
+    else:
+        state = api.CheckpointState.load_checkpoint(str(folder / manifest.CHECKPOINT))
     step = int(state.properties[STEP_PROPERTY]) if STEP_PROPERTY in state.properties else 0
     options = session_options(cfg.threads)
     module = api.Module(str(folder / manifest.TRAINING_MODEL), state, str(folder / manifest.EVAL_MODEL),

@@ -16,7 +16,7 @@ from ..errors import ConfigError
 from ..run_folder import checkpoint_step
 from ..runner import layout, liveness
 from ..runner.launch import Run
-from . import batches, loop, manifest
+from . import batches, loop, manifest, resume
 from .config import EdgeConfig
 
 
@@ -76,7 +76,7 @@ def train(artifacts_dir, dataset, *, steps: int, batch_size: int = 16, learning_
     folder = manifest.check_folder(cfg.artifacts_dir)
     info = manifest.Manifest.read(folder)
     cfg.name = cfg.name or f"ORT training API, {info.selection}"
-    _resume_step(cfg)
+    _resume_step(cfg, folder)
     tokenizer = folder / info.tokenizer if info.tokenizer else None
     rows, where, what = batches.read_named(dataset, "dataset")
     batches.encode(rows, info, tokenizer, what, where)  # columns, labels, texts, tokenizer: all checked here
@@ -100,7 +100,7 @@ def train(artifacts_dir, dataset, *, steps: int, batch_size: int = 16, learning_
     return run
 
 
-def _resume_step(cfg: EdgeConfig) -> int | None:
+def _resume_step(cfg: EdgeConfig, folder: Path) -> int | None:
     if not cfg.resume_from:
         return None
     source = Path(cfg.resume_from)
@@ -108,6 +108,9 @@ def _resume_step(cfg: EdgeConfig) -> int | None:
     if checkpoint is None:
         raise ConfigError(f"resume_from={cfg.resume_from!r} holds no checkpoint: pass an edge run (or its folder) "
                           f"that saved one, or one of its {loop.CHECKPOINTS}/step-N files")
+    from onnxruntime.training import api  # here as in load_browser_weights: this process may import torch
+
+    resume.check(api, checkpoint, folder)  # before the run starts: a refused resume leaves no run folder
     step = checkpoint_step(checkpoint, "step") or 0
     if step >= cfg.steps:
         raise ConfigError(f"steps={cfg.steps}: the checkpoint {checkpoint.name} is at step {step} already; steps "
