@@ -5,8 +5,9 @@ while a run trains, a progress bar with an ETA appears, another cell runs meanwh
 appears at the end; two identical runs make two bars with distinct labels; Stop stops a long run. Then
 at 1000 px and at 1400 px: the charts fill their output area and no text is cut. Then ONNX Runtime +
 bf16 is refused in the form's words, Profile fills its tab with a bar per engine, and Find fastest runs once
-with a short budget. Screenshots go to
-the test's temp folder (pytest's tmp_path); the README's picture is made on purpose by
+with a short budget. Last, a run folder someone else wrote, every text a script, tracked in a second
+Dashboard: shown as text, nothing runs. Screenshots go to ORTNB_ARTIFACTS (or the test's temp folder); the README's
+picture is made on purpose by
 scripts/dashboard_screenshot.py.
 """
 
@@ -20,10 +21,13 @@ import pytest
 
 from .lab_driver import (CHROMIUM, browser_page, button, jupyterlab, live_view, live_view_problems, open_notebook,
                          require_chromium, run_cell, write_notebook)
+from .test_views_escape import payload_folder
 
 pytestmark = pytest.mark.browser
 STEPS = 12
 SEARCH_BUDGET_S = 30
+SCRIPT = ('<img src=x onerror="window.__ortnb_xss=1">"><svg onload="window.__ortnb_xss=2">'
+          '<a href="javascript:window.__ortnb_xss=3">link</a>')
 
 # Text elements of the dashboard whose content must never be cut (ellipsis or overflow).
 TEXT_ELEMENTS = ("button, .widget-label, .ortnb-field-label, .widget-html-content, .lm-TabBar-tabLabel, "
@@ -34,6 +38,7 @@ TEXT_ELEMENTS = ("button, .widget-label, .ortnb-field-label, .widget-html-conten
 def lab(tmp_path):
     require_chromium()
     runs = tmp_path / "runs"
+    shared = payload_folder(tmp_path / "shared", SCRIPT)
     moods = {"neg": ["a dull and tired film", "I wanted my money back", "flat and far too long"],
              "neu": ["it is a film about a town", "the film runs two hours", "shot in colour in French"],
              "pos": ["a warm and funny delight", "the best film this year", "moving and beautifully acted"]}
@@ -46,6 +51,8 @@ def lab(tmp_path):
         "dash",
         "print('another cell ran', 6 * 7)",
         "long_run = dash.run(dash.panel.config.replace(max_steps=2000))",
+        # someone else's run folder, every text in it a script (test_views_escape checks each view's HTML)
+        f"shared = ortnb.Dashboard()\nshared.track(ortnb.attach({str(shared)!r}))\nshared",
     ])
     # Steps of at least 0.2 s: time to run a cell and to click Stop mid-run.
     with jupyterlab(tmp_path, env={"ORTNB_FAULT": "slow:0.2"}) as (base, token):
@@ -289,6 +296,16 @@ def test_dashboard_in_jupyterlab(lab, artifacts):
             button(dashboard, "Load winner").click()
             expect(page.locator(".ortnb-message")).to_contain_text("the form now holds", timeout=10_000)
             page.screenshot(path=str(shots / "6-find-fastest.png"))
+
+            # A tracked run folder whose every text is a script: shown as text, nothing runs, no element made.
+            run_cell(page, cells.nth(3))
+            expect(page.locator(".ortnb-summary")).to_have_count(2, timeout=60_000)
+            expect(page.locator(".ortnb-summary").nth(1)).to_contain_text("window.__ortnb_xss")
+            page.wait_for_timeout(2000)
+            made = page.evaluate("""() => ({ran: window.__ortnb_xss ?? null,
+                elements: document.querySelectorAll('img[src="x"], svg[onload], a[href^="javascript"]').length})""")
+            assert made == {"ran": None, "elements": 0}, made
+            page.screenshot(path=str(shots / "7-shared-folder-payload.png"))
         except BaseException:
             page.screenshot(path=str(shots / "failure.png"), full_page=True)
             print(f"screenshots: {shots}")

@@ -100,7 +100,9 @@ def test_an_html_widget_refuses_a_plain_string():
 # -- a run folder full of payloads -----------------------------------------------------------------
 
 
-def payload_folder(tmp_path):
+def payload_folder(tmp_path, payload: str = PAYLOAD):
+    """A failed run whose every text field holds ``payload`` (the browser test tracks one in a real Lab page)."""
+    PAYLOAD = payload  # noqa: N806 - the module's payload unless the caller brings its own
     run_dir = tmp_path / "runs" / "20260101-000000-ort-adamw"
     run_dir.mkdir(parents=True)
     config = tiny(tmp_path).to_dict()

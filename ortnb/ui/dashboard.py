@@ -22,6 +22,7 @@ from ..markup import tag
 from ..runner import Run, launch, layout
 from ..validation import validate
 from . import form, present
+from .export_action import ExportAction
 from .find_fastest import DEFAULT_BUDGET_S, FindFastest
 from .profile_action import ProfileAction
 from .redraw import redraw
@@ -32,7 +33,7 @@ POLL_SECONDS = 0.25
 TABS = ("Live", "Comparison", "Try it", "Profile")
 BUTTONS = (("Run", "success", "play"), ("Stop", "danger", "stop"), ("Add to comparison", "info", "plus"),
            ("Clear", "", "trash"), ("Find fastest", "warning", "search"), ("Load winner", "", "upload"),
-           ("Profile", "", "bar-chart"))
+           ("Profile", "", "bar-chart"), ("Export", "", "download"))
 
 
 def status_text(run: Run | None, records: list[dict] | None = None) -> str:
@@ -51,7 +52,7 @@ def status_text(run: Run | None, records: list[dict] | None = None) -> str:
     return text
 
 
-class Dashboard(FindFastest, ProfileAction):
+class Dashboard(FindFastest, ProfileAction, ExportAction):
     def __init__(self, config: RunConfig | None = None, *, dataset=None, throttle: Throttle | None = None,
                  start: bool = True, clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time):
@@ -106,6 +107,9 @@ class Dashboard(FindFastest, ProfileAction):
         self.buttons["Load winner"].on_click(lambda _b: self.load_winner())
         self.buttons["Profile"].on_click(lambda _b: self.profile())
         self.buttons["Profile"].tooltip = "where a training step goes, op by op: PyTorch and ONNX Runtime side by side"
+        self.buttons["Export"].on_click(lambda _b: self.export())
+        self.buttons["Export"].tooltip = ("the latest run as an ONNX folder to ship (model.onnx, tokenizer, class "
+                                          "names, parity with PyTorch, predict.py), from its best evaluation's weights")
         self.budget = w.BoundedIntText(value=DEFAULT_BUDGET_S, min=1, max=24 * 3600, layout=w.Layout(width="90px"),
                                        tooltip="how long Find fastest may measure, in seconds")
         budget_label = SafeHTML(tag("span", "budget (s)", class_="ortnb-field-label",
@@ -146,7 +150,7 @@ class Dashboard(FindFastest, ProfileAction):
         config = config or (self.panel.config if self.widgets else self._config)
         problems = self.panel.problems if from_form else validate(config)
         with self._lock:
-            if problems or self.state.active_runs or self.state.searching or self.state.profiling_active:
+            if problems or self.state.busy:
                 message = ("cannot start: " + "; ".join(form.problem_lines(problems)) if problems
                            else self.state.why_run_is_disabled())
                 self.state.say(message, "error" if problems else "warning")

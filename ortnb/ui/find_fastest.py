@@ -24,7 +24,7 @@ class FindFastest:
         base = self.panel.config if self.widgets else self._config
         budget_s = float(budget_s if budget_s is not None else (self.budget.value if self.widgets else DEFAULT_BUDGET_S))
         with self._lock:
-            if self.state.active_runs or self.state.searching:
+            if self.state.busy:  # a run, a search, a profile or an export (profiling was once forgotten here)
                 self.state.say(self.state.why_run_is_disabled(), "warning")
                 self._show_message()
                 return None

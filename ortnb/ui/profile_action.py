@@ -43,7 +43,7 @@ class ProfileAction:
         chosen = list(configs) if configs else profile_configs(
             form_config, [self.state.runs[i].config for i in self.state.compared if i in self.state.runs])
         with self._lock:
-            busy = self.state.active_runs or self.state.searching or self.state.profiling_active
+            busy = self.state.busy
             problems = self.panel.problems if self.widgets and not configs else []
             if busy or problems:
                 self.state.say(self.state.why_run_is_disabled() if busy else

@@ -96,6 +96,7 @@ class DashboardState:
     started_count: int = 0  # never reset, so a run's colour is never reused after Clear
     search: Search | None = None
     profiling: Profiling | None = None
+    exporting: str | None = None  # the run id whose ONNX folder is being written
 
     # -- what the buttons may do --------------------------------------------------------------
 
@@ -115,10 +116,15 @@ class DashboardState:
     def profiling_active(self) -> bool:
         return self.profiling is not None and not self.profiling.done
 
+    @property
+    def busy(self) -> bool:
+        """One thing at a time: a run, a search, a profile or an export (each measures or loads the CPU)."""
+        return bool(self.active_runs) or self.searching or self.profiling_active or self.exporting is not None
+
     def buttons(self) -> dict[str, bool]:
         """Which buttons are enabled."""
         latest = self.latest
-        busy = bool(self.active_runs) or self.searching or self.profiling_active  # one thing at a time
+        busy = self.busy
         return {
             "Run": not busy and not self.form_problems,
             "Profile": not busy and not self.form_problems,
@@ -126,6 +132,7 @@ class DashboardState:
             "Load winner": bool(self.search and self.search.done and self.search.best is not None),
             "Stop": any(not e.stopping for e in self.active_runs) or (self.searching and not self.search.stopping)
                     or (self.profiling_active and not self.profiling.stopping),
+            "Export": bool(latest and latest.done and latest.status != "failed") and not busy,
             "Add to comparison": bool(latest and latest.done and latest.id not in self.compared
                                       and latest.summary is not None),
             "Clear": bool(self.message or self.compared or any(e.done for e in self.runs.values())
@@ -140,6 +147,8 @@ class DashboardState:
             return "Find fastest is measuring candidates: one thing at a time (Stop it, or wait for it to end)"
         if self.profiling_active:
             return "a profile is measuring: one thing at a time (Stop it, or wait for it to end)"
+        if self.exporting is not None:
+            return "the ONNX export is being written and checked: one thing at a time (it takes a few seconds)"
         if self.form_problems:
             return "the form describes a run this machine cannot start (see the notes above)"
         return ""
@@ -148,7 +157,7 @@ class DashboardState:
 
     def start(self, run_id: str, config: RunConfig, now: float) -> RunEntry:
         """Record a run the controller has just launched. Refused while another run trains."""
-        if self.active_runs or self.searching or self.profiling_active:
+        if self.busy:
             raise RuntimeError(self.why_run_is_disabled())
         label = unique_label(config.label, [e.label for e in self.runs.values()])
         entry = RunEntry(run_id, config, label, PALETTE[self.started_count % len(PALETTE)], now)
@@ -176,7 +185,7 @@ class DashboardState:
     # -- Find fastest -------------------------------------------------------------------------
 
     def start_search(self, budget_s: float, now: float) -> Search:
-        if self.active_runs or self.searching or self.profiling_active:
+        if self.busy:
             raise RuntimeError(self.why_run_is_disabled())
         self.search = Search(started_at=now, budget_s=budget_s)
         self.message = None
@@ -210,7 +219,7 @@ class DashboardState:
 
     def start_profile(self, labels: list[str], now: float) -> Profiling:
         """A profile of these configurations begins. Refused while a run, a search or another profile runs."""
-        if self.active_runs or self.searching or self.profiling_active:
+        if self.busy:
             raise RuntimeError(self.why_run_is_disabled())
         self.profiling = Profiling(started_at=now, labels=list(labels))
         self.message = None
