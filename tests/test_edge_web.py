@@ -599,7 +599,7 @@ def test_ortnb_edge_web_serve_on_a_busy_port_says_so_without_a_traceback(artifac
 def test_nan_or_infinite_downloaded_weights_are_refused_naming_the_tensor(artifacts, tmp_path):
     from ortnb.edge import load_browser_weights, to_pytorch
     from ortnb.edge.manifest import Manifest
-    from ortnb.edge.web_bundle import identity
+    from ortnb.edge.web_build import identity
 
     info = Manifest.read(artifacts)
     values = np.zeros(info.trainable_parameters, np.float32)

@@ -121,3 +121,21 @@ def test_a_bundle_of_the_first_format_is_known_by_the_names_that_version_wrote(t
     write(tmp_path, out, {"index.html": "new", "ort/ort.training.wasm.min.js": "new"})
     assert tree(out) == ["bundle.json", "index.html", "notes.txt", "ort/ort.training.wasm.min.js"]
     assert (out / "index.html").read_text() == "new"
+
+
+def test_ortnb_edge_web_bundle_is_the_function_after_every_edge_module_is_imported():
+    """It was the submodule ortnb/edge/web_bundle.py once anything imported it: 'module' object is not callable."""
+    import importlib
+    import pkgutil
+
+    import ortnb.edge
+
+    for module in pkgutil.iter_modules(ortnb.edge.__path__):
+        if module.name not in ("worker",):  # worker hides torch for the rest of its process
+            importlib.import_module(f"ortnb.edge.{module.name}")
+    from ortnb.edge import WebBundle, web_bundle
+
+    assert callable(ortnb.edge.web_bundle) and web_bundle is ortnb.edge.web_bundle
+    assert web_bundle.__name__ == "web_bundle" and WebBundle.__name__ == "WebBundle"
+    for name in ortnb.edge.__all__:
+        assert not isinstance(getattr(ortnb.edge, name), type(ortnb.edge)), name

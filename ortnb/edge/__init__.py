@@ -19,7 +19,9 @@ next to ORTModule and eager, each in a fresh process), ``cli.py`` (``ortnb edge 
 In a browser tab (``web_bundle``): ``web/`` (the page: index.html, app.js, tokenizer.js, chart.js),
 ``web_runtime.py`` (ONNX Runtime Web's training build from the npm registry), ``web_tokenizer.py`` (which
 tokenizer.json files the page reads), ``web_schedule.py`` (the learning rate, in the optimizer graph),
-``web_bundle.py`` (the static folder), ``web_server.py`` (a loopback server, isolated for threads),
+``web_build.py`` (``web_bundle``, the static folder: a module named web_bundle.py would replace the function on
+this package once imported), ``web_folder.py`` (which files of a bundle's folder are ortnb's), ``web_server.py``
+(a loopback server, isolated for threads), ``resume.py`` (a checkpoint that can resume, or why not),
 ``browser_weights.py`` (the page's downloaded weights, back into a checkpoint and PyTorch)::
 
     bundle = ortnb.edge.web_bundle("edge/minilm", "edge/minilm-web", data="reviews.jsonl", steps=20)
@@ -38,8 +40,8 @@ _LAZY = {
     "EdgeConfig": "ortnb.edge.run",
     "to_pytorch": "ortnb.edge.weights",
     "Manifest": "ortnb.edge.manifest",
-    "web_bundle": "ortnb.edge.web_bundle",
-    "WebBundle": "ortnb.edge.web_bundle",
+    "web_bundle": "ortnb.edge.web_build",
+    "WebBundle": "ortnb.edge.web_build",
     "serve": "ortnb.edge.web_server",
     "load_browser_weights": "ortnb.edge.browser_weights",
 }

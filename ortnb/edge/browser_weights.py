@@ -145,7 +145,7 @@ def load_browser_weights(artifacts_dir, downloaded, out=None) -> Path:
     from onnxruntime import OrtValue
     from onnxruntime.training import api
 
-    from .web_bundle import identity
+    from .web_build import identity
 
     folder = manifest.check_folder(artifacts_dir)
     info = manifest.Manifest.read(folder)

@@ -57,7 +57,7 @@ def cmd_train(options: argparse.Namespace) -> int:
 def cmd_web(options: argparse.Namespace) -> int:
     """Write a static folder in which the artifacts train in a browser tab (ONNX Runtime Web), and serve it."""
     from ..errors import ConfigError
-    from .web_bundle import web_bundle
+    from .web_build import web_bundle
     from .web_runtime import WebRuntimeChanged
     from .web_server import PortUnavailable
 

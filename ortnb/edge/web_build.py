@@ -1,4 +1,5 @@
-"""``web_bundle``: a static folder in which the same artifacts keep learning in a browser tab.
+"""``web_bundle``: a static folder in which the same artifacts keep learning in a browser tab. (This module is
+web_build: a submodule named web_bundle would replace the function ``ortnb.edge.web_bundle`` once imported.)
 
 What a bundle holds (every path relative, so any static server serves it, ``python -m http.server`` too)::
 
