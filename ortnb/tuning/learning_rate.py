@@ -17,7 +17,9 @@ def global_batch(config) -> int:
 
 
 def scaled(learning_rate: float, from_batch: int, to_batch: int) -> float:
-    return learning_rate * math.sqrt(to_batch / from_batch)
+    """The rate for ``to_batch``, to three significant figures: what the sentence says is what the form holds and
+    the run uses (0.0001414213562373095 in the form's field read as noise, not a choice)."""
+    return float(f"{learning_rate * math.sqrt(to_batch / from_batch):.3g}")
 
 
 def follow_batch(source, target):
