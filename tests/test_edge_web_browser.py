@@ -81,8 +81,12 @@ def test_the_page_trains_as_the_python_api_and_its_weights_come_back(browser, ma
     artifacts, bundle, rows, _ = made
     with bundle.serve() as server:
         page = browser.new_page(accept_downloads=True)
+        console = []
+        page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
         page.goto(server.url + "?autostart=1")
         state = wait_for(page, "s.evaluations && s.evaluations.length")
+        # ORT logged ~20 "Removing initializer" warnings as console errors at its default session log severity.
+        assert not [line for line in console if line.startswith("error")], console
         assert state["status"] == "ready" and state["error"] is None, state
         predictions = [page.evaluate("t => window.ortnbEdge.predict(t).then(() => window.ortnbEdge.predictions.at(-1))",
                                      text) for text in TEXTS]
@@ -191,6 +195,21 @@ def test_a_bundle_without_its_wasm_and_a_browser_without_simd_are_named(browser,
         assert "The bundle is missing ort/ort-training-wasm-simd-threaded.wasm (HTTP 404)" in state["error"]
         assert "ortnb edge web ARTIFACTS OUT" in page.inner_text("#problem")
         page.close()
+    for name, change in (("ort.training.wasm.min.js", b"\nconsole.log('changed');\n"),
+                         ("ort-training-wasm-simd-threaded.mjs", b"\n// changed\n"),
+                         ("ort-training-wasm-simd-threaded.wasm", b"\0")):
+        tampered = tmp_path / f"tampered-{name}"
+        shutil.copytree(bundle.folder, tampered)
+        with open(tampered / "ort" / name, "ab") as file:
+            file.write(change)
+        with web_bundle_server(tampered) as server:
+            page = browser.new_page()
+            page.goto(server.url + "?autostart=1")
+            state = wait_for(page, "false", timeout=30)
+            assert state["status"] == "error" and state["step"] == 0, (name, state)
+            assert f"ort/{name} does not match the sha512 ortnb pinned for ONNX Runtime Web 1.19.2" in state["error"]
+            assert "`ortnb setup --web --force`" in page.inner_text("#problem")
+            page.close()
     with web_bundle_server(bundle.folder) as server:
         context = browser.new_context()
         # As a browser without SIMD answers: the probe module does not validate.
