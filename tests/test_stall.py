@@ -108,3 +108,79 @@ def test_one_frozen_ddp_rank_is_named_and_stop_ends_both(tmp_path, monkeypatch):
             pass
     assert run.events[-1]["event"] == "stopped" and run.events[-1]["forced"] is True
     assert_none_left(run.run_dir)
+
+
+# -- slow or stalled: the ranks' processes decide once the bound has passed -------------------------------------
+
+def stat_line(pid: int, state: str, utime: int, stime: int, comm: str = "python") -> str:
+    """/proc/PID/stat as Linux writes it (52 fields; utime and stime are fields 14 and 15)."""
+    return (f"{pid} ({comm}) {state} 1 {pid} {pid} 0 -1 4194560 51234 0 12 0 {utime} {stime} 0 0 20 0 5 0 "
+            f"8123456 2400000000 120000 18446744073709551615 1 1 0 0 0 0 0 16781312 16386 0 0 0 17 1 0 0 0 0 0 "
+            "0 0 0 0 0 0 0 0\n")
+
+
+def sample(state, ticks):
+    return stall.CpuSample(state, ticks)
+
+
+def test_a_proc_stat_line_gives_the_state_and_the_cpu_time_even_with_a_strange_command_name():
+    assert stall.parse_proc_stat(stat_line(4242, "R", 1500, 230)) == sample("R", 1730)
+    assert stall.parse_proc_stat(stat_line(7, "T", 3, 4, comm="pt_main_thread) S 9")) == sample("T", 7)
+
+
+def test_a_runnable_rank_gaining_cpu_time_is_slow_and_a_stopped_or_idle_one_stalled():
+    hz, half_second = 100, 0.5  # between the looks a rank that works gets at least 5% of a core: 2.5 ticks
+    # ~7 runnable processes per core: the worker still gets a seventh of one, 7 ticks in half a second
+    assert stall.still_working({10: sample("R", 1000)}, {10: sample("R", 1007)}, half_second, hz)
+    assert stall.still_working({10: sample("S", 1000)}, {10: sample("R", 1003)}, half_second, hz)
+    # a hung collective: both ranks sleep; the heartbeat thread's tick is no work
+    assert not stall.still_working({10: sample("S", 1000), 11: sample("S", 900)},
+                                   {10: sample("S", 1001), 11: sample("S", 900)}, half_second, hz)
+    # SIGSTOP: one rank stopped stalls the run, however busy the other spins
+    assert not stall.still_working({10: sample("R", 1000), 11: sample("T", 900)},
+                                   {10: sample("R", 1050), 11: sample("T", 900)}, half_second, hz)
+    assert not stall.still_working({10: sample("R", 1000)}, {10: sample("R", 1002)}, half_second, hz)
+    assert not stall.still_working({}, {10: sample("R", 1000)}, half_second, hz)  # no earlier look: no gain known
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_under_a_cpu_hog_a_computing_worker_is_slow_and_a_stopped_or_sleeping_one_stalled(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    from ortnb.runner import liveness
+
+    from .test_runner import tiny
+
+    def folder(name):
+        run_dir = tmp_path / name
+        run_dir.mkdir()
+        tiny(tmp_path, stall_timeout_s=2).to_json(run_dir / layout.CONFIG)
+        long_ago = time.time() - 30  # no step for 30 s: past the 2 s bound
+        records = [{**started(), "time": long_ago}, *(step(n, long_ago + n / 10) for n in range(1, 4))]
+        (run_dir / layout.METRICS).write_text("".join(json.dumps(r) + "\n" for r in records))
+        return run_dir
+
+    def worker(run_dir, code):
+        process = subprocess.Popen([sys.executable, "-c", code, str(run_dir)])
+        liveness.record_process(run_dir, "ranks", process.pid)
+        return process
+
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(4)]
+    computing = worker(folder("computing"), "while True: pass")
+    sleeping = worker(folder("sleeping"), "import time; time.sleep(60)")
+    try:
+        time.sleep(1.0)
+        run = ortnb.attach(tmp_path / "computing")
+        assert [run.status for _ in range(3)] == ["running"] * 3  # slow under the hog, not stalled
+        assert ortnb.attach(tmp_path / "sleeping").status == "stalled"
+        computing.send_signal(signal.SIGSTOP)
+        time.sleep(0.2)
+        assert run.status == "stalled"
+        assert run.stall.frozen == (f"rank 0 (pid {computing.pid}) is stopped",)
+    finally:
+        for process in [*hogs, computing, sleeping]:
+            process.kill()
+            process.wait()

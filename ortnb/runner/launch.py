@@ -37,6 +37,7 @@ class Run:
         self._serves_in_turn = serves_in_turn
         self._reader = metrics.MetricsReader(self.run_dir / layout.METRICS)
         self._processes: dict[str, dict] = {}  # kept in memory: they outlive a deleted run folder
+        self._cpu = liveness.CpuLooks()  # the ranks' CPU time at the last look, for a run past its stall bound
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -179,8 +180,8 @@ class Run:
     def _stalled(self):
         records = self.records()
         found = stall.stalled(records, time.time(), getattr(self.config, "stall_timeout_s", None))
-        if found is None:
-            return None
+        if found is None or self._cpu.ranks_working(self._known_processes()):
+            return None  # advancing, or slow: a rank computes, it only gets little of a loaded machine
         return stall.Stall(found.idle_s, found.bound_s, found.last_step, liveness.frozen_ranks(self._known_processes()))
 
     def _why_it_ended(self, reason: str | None) -> str:

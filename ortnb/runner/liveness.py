@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import files
-from . import layout
+from . import layout, stall
 
 HEARTBEAT_S = 2.0
 STALE_S = 10.0  # five missed heartbeats
@@ -248,26 +248,69 @@ def explain(processes: dict[str, dict], states: dict[str, bool | None], age: flo
             "machine restarted): see run.log in the run folder, and launch the run again.")
 
 
+def rank_processes(processes: dict[str, dict]) -> list:
+    """The ranks' recorded process and its children on this host (torchrun's workers), while it is the run's;
+    psutil.Process objects, [] where this host cannot tell."""
+    import psutil
+
+    entry = processes.get("ranks")
+    if not entry or process_alive(entry) is not True:
+        return []
+    try:
+        top = psutil.Process(entry["pid"])
+        return [top, *top.children(recursive=True)]
+    except (psutil.NoSuchProcess, psutil.AccessDenied, KeyError, TypeError):
+        return []
+
+
 def frozen_ranks(processes: dict[str, dict]) -> tuple[str, ...]:
     """The run's processes on this host that are stopped (SIGSTOP, a debugger), as "rank 1 (pid 4242) is
     stopped": the ranks' process and its children (torchrun's workers name their RANK in their environment)."""
     import psutil
 
-    entry = processes.get("ranks")
-    if not entry or process_alive(entry) is not True:
-        return ()
+    family = rank_processes(processes)
     found = []
-    try:
-        top = psutil.Process(entry["pid"])
-        children = top.children(recursive=True)
-        for process in [top, *children]:
-            try:
-                if process.status() not in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
-                    continue
-                who = "torchrun" if process is top and children else f"rank {process.environ().get('RANK', '0')}"
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
+    for process in family:
+        try:
+            if process.status() not in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP):
                 continue
-            found.append(f"{who} (pid {process.pid}) is stopped")
-    except (psutil.NoSuchProcess, psutil.AccessDenied, KeyError, TypeError):
-        return ()
+            top = process is family[0] and len(family) > 1
+            who = "torchrun" if top else f"rank {process.environ().get('RANK', '0')}"
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        found.append(f"{who} (pid {process.pid}) is stopped")
     return tuple(found)
+
+
+def cpu_samples(pids: list[int]) -> dict[int, stall.CpuSample]:
+    """pid -> its state and CPU time now, from /proc/PID/stat (processes that are gone are left out)."""
+    found = {}
+    for pid in pids:
+        try:
+            found[pid] = stall.parse_proc_stat(Path(f"/proc/{pid}/stat").read_text())
+        except (OSError, ValueError, IndexError):
+            pass
+    return found
+
+
+class CpuLooks:
+    """Looks at the ranks' CPU time, so that a run past its stall bound is judged on what its ranks did since the
+    previous look (stall.still_working). The first look, or one after MAX_AGE_S, waits stall.LOOK_S for a second."""
+
+    MAX_AGE_S = 5.0
+
+    def __init__(self):
+        self._last: tuple[float, dict] | None = None  # (time.monotonic(), samples)
+
+    def ranks_working(self, processes: dict[str, dict]) -> bool:
+        family = rank_processes(processes)
+        pids = [process.pid for process in (family[1:] or family)]  # torchrun's own polling is not the ranks' work
+        if not pids:
+            return False
+        recent = self._last is not None and time.monotonic() - self._last[0] <= self.MAX_AGE_S
+        before = self._last if recent else (time.monotonic(), cpu_samples(pids))
+        pause = stall.LOOK_S - (time.monotonic() - before[0])
+        if pause > 0:
+            time.sleep(pause)
+        self._last = (time.monotonic(), cpu_samples(pids))
+        return stall.still_working(before[1], self._last[1], self._last[0] - before[0], os.sysconf("SC_CLK_TCK"))

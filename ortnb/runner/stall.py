@@ -10,6 +10,10 @@ The bound is the run's ``stall_timeout_s`` when set; otherwise STALL_STEPS media
 STALL_FLOOR_S, and never under twice the longest pause already seen between records (an evaluation or a
 checkpoint the run made before, which it will make again). Before the first step (model load, ONNX export,
 graph build: minutes on a big model) and after the last one (saving the model) nothing is judged.
+
+Past the bound, the ranks' processes decide (``still_working``, on two looks at /proc/PID/stat): one that is
+runnable and still gains CPU time is slow (a loaded machine), not stalled; a stopped one (state T) or ranks that
+all sleep without gaining CPU time (a hung collective) are stalled.
 """
 
 from __future__ import annotations
@@ -21,6 +25,12 @@ from .. import metrics
 
 STALL_FLOOR_S = 60.0
 STALL_STEPS = 10
+# A run past its bound is slow, not stalled, while a rank is runnable and still gains CPU time: on a machine with
+# about 7 runnable processes per core a tiny run's step outlasted the bound while its worker computed. CPU_SHARE of
+# a core is far above what an idle rank's threads use (a heartbeat every 2 s) and far below a seventh of a core.
+CPU_SHARE = 0.05
+LOOK_S = 0.5  # the shortest time between the two looks at the ranks' CPU time
+STOPPED = ("T", "t")  # /proc/PID/stat's states of a stopped process (SIGSTOP, a debugger)
 
 
 @dataclass(frozen=True)
@@ -71,3 +81,27 @@ def stalled(records: list[dict], now: float, configured: float | None = None,
     if idle <= limit:
         return None
     return Stall(round(idle, 1), round(limit, 1), int(steps[-1].get("step", 0)), tuple(frozen))
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    """One look at a process in /proc/PID/stat."""
+    state: str  # R runnable, S sleeping, D waiting for the disk, T stopped, ...
+    ticks: int  # user + system CPU time so far, in clock ticks
+
+
+def parse_proc_stat(text: str) -> CpuSample:
+    """A CpuSample from /proc/PID/stat's line (its command name, in parentheses, may hold spaces and ')')."""
+    fields = text[text.rindex(")") + 2:].split()  # fields 3 onwards: state, ppid, ..., utime (14), stime (15)
+    return CpuSample(fields[0], int(fields[11]) + int(fields[12]))
+
+
+def still_working(before: dict[int, CpuSample], after: dict[int, CpuSample], seconds: float,
+                  ticks_per_s: float) -> bool:
+    """Whether the ranks (pid -> sample, looked at ``seconds`` apart) are slow rather than stalled: none is
+    stopped, and one was runnable and gained at least CPU_SHARE of a core in between (pure)."""
+    if any(sample.state in STOPPED for sample in after.values()):
+        return False
+    needed = max(1.0, CPU_SHARE * seconds * ticks_per_s)
+    return any(pid in before and "R" in (before[pid].state, sample.state)
+               and sample.ticks - before[pid].ticks >= needed for pid, sample in after.items())
