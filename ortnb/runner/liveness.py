@@ -3,9 +3,11 @@ the one that launched the run.
 
 - ``pid-supervisor.json``, ``pid-ranks.json`` (torchrun, or the one worker) and ``pid-writer.json``
   (the rank that writes the metrics) name the processes that run it (pid, create time, host). On that
-  host a pid counts as alive only if its create time matches, because pids are reused, and its command line
-  names the run folder the file was read from (every run process gets the folder as an argument), so a
-  copied or planted pid file never makes another program count as the run, or receive its signals.
+  host a pid counts as alive only if its create time matches, because pids are reused, it runs as the user who
+  owns the pid file, and its command line names the run folder the file was read from by any path to it (every
+  run process gets the folder as an argument; the same device and inode, so a symlink, a bind mount or a
+  container's volume match), so a copied or planted pid file never makes another program, or another user's
+  pid file a program of yours, count as the run or receive its signals.
 - ``heartbeat`` is touched every HEARTBEAT_S seconds by the supervisor and by the rank that writes the
   metrics. It is what a reader on another host (a shared folder) goes by, and what an error quotes.
 
