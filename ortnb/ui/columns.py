@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import html
 import io
 import json
 from dataclasses import dataclass
@@ -106,9 +105,7 @@ class ColumnPicker:
         self.panel, self.on_change, self._setting = panel, on_change, False
         self.dropdowns = {field: w.Dropdown(options=[], layout=w.Layout(width="auto", flex="1 1 auto"),
                                             tooltip=RunConfig.help(field)) for field in FIELDS}
-        rows = [w.HBox([w.HTML(f"<span class='ortnb-field-label' title='{html.escape(RunConfig.help(field))}'>"
-                               f"{LABELS[field]}</span>", layout=w.Layout(width="120px", flex="0 0 120px")), dropdown],
-                       layout=w.Layout(align_items="center", width="100%"))
+        rows = [w.HBox([_label(w, field), dropdown], layout=w.Layout(align_items="center", width="100%"))
                 for field, dropdown in self.dropdowns.items()]
         self.widget = w.GridBox(rows, layout=w.Layout(
             grid_template_columns="repeat(auto-fit, minmax(min(100%, 480px), 1fr))", grid_gap="4px 24px",
@@ -159,6 +156,13 @@ class ColumnPicker:
             self._setting = False
         if self.on_change:
             self.on_change()
+
+
+def _label(w, field: str):
+    """The row's name as plain text (a Label: nothing here is HTML), with the field's help on hover."""
+    label = w.Label(LABELS[field], tooltip=RunConfig.help(field), layout=w.Layout(width="120px", flex="0 0 120px"))
+    label.add_class("ortnb-field-label")
+    return label
 
 
 def _place(panel, widget) -> None:
