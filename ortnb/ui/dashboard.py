@@ -367,7 +367,7 @@ class Dashboard(FindFastest, ProfileAction, ExportAction):
         cells.append(SafeHTML())
         for row in rows:
             for (key, _), text in zip(present.TABLE_COLUMNS, present.table_cells(row)):
-                kind = "" if key in present.TEXT_COLUMNS else " ortnb-number"
+                kind = " ortnb-label" if key == "label" else "" if key in present.TEXT_COLUMNS else " ortnb-number"
                 swatch = tag("span", class_="ortnb-swatch", style=f"background:{row['colour']}") if key == "label" else ""
                 cells.append(SafeHTML(tag("div", swatch, text, class_=f"ortnb-cell{kind}")))
             remove = w.Button(icon="times", tooltip=f"remove {row['label']} from the comparison",

@@ -78,6 +78,7 @@ class ConfigPanel:
                                    layout=w.Layout(width="auto"), tooltip="upload a data file (stored under the "
                                                                            "output folder's uploads/)")
         self.upload.observe(lambda change: self._uploaded(change["new"]), names="value")
+        self.upload.add_class("ortnb-upload")  # style.py: its text without ipywidgets' "(0)"
         self.upload_note = SafeHTML()
         watched = (*form.FORM_FIELDS, *form.MORE_FIELDS)
         self.notes = {name: SafeHTML() for name in (*CHOICES, "zero1")}

@@ -16,12 +16,16 @@ CSS = f"""
 .ortnb-form .widget-toggle-button {{ width: auto !important; white-space: nowrap; padding: 0 10px; }}
 {_OFF} {{ opacity: 0.45; text-decoration: line-through; }}
 .ortnb-field-label {{ cursor: help; border-bottom: 1px dotted #888888; }}
-.ortnb-inline-help {{ color: #444444; }}
+.ortnb-inline-help {{ color: #444444; line-height: 1.35; }}
 .ortnb-note {{ font-size: 12px; line-height: 1.35; color: #8a5a00; margin: 0 0 4px 124px; white-space: normal; }}
 .ortnb-dashboard .jupyter-button {{ width: auto; }}
 .ortnb-dashboard .widget-html-content {{ white-space: normal; }}
 .ortnb-status, .ortnb-message {{ line-height: 1.4; }}
-.ortnb-progress-text {{ font-variant-numeric: tabular-nums; white-space: nowrap; }}
+/* The progress line wraps under its bar when the output is narrow (Find fastest's line was cut at 1000 px). */
+.ortnb-progress {{ flex-wrap: wrap; row-gap: 2px; }}
+.ortnb-progress .widget-hprogress {{ min-width: 160px; }}
+.ortnb-progress .widget-html {{ flex: 0 1 auto; min-width: 0; }}
+.ortnb-progress-text {{ font-variant-numeric: tabular-nums; white-space: normal; line-height: 1.4; }}
 .ortnb-summary {{ padding: 6px 10px; margin: 4px 0; background: #f7f7f7; }}
 .ortnb-card-title {{ font-weight: bold; margin-bottom: 4px; }}
 .ortnb-card-error {{ color: #b00020; margin-bottom: 4px; }}
@@ -35,13 +39,14 @@ CSS = f"""
 .ortnb-cell {{ font-size: 12px; line-height: 1.3; padding: 2px 4px; white-space: normal; overflow-wrap: normal;
                word-break: normal; }}
 .ortnb-cell.ortnb-head {{ font-weight: bold; border-bottom: 1px solid #999999; }}
+.ortnb-cell.ortnb-label {{ white-space: nowrap; }}  /* a run's name on one line: the table scrolls instead */
 .ortnb-cell.ortnb-number {{ text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }}
 .ortnb-search {{ overflow-x: auto; }}
 .ortnb-field-problem {{ font-size: 12px; line-height: 1.35; color: #b00020; margin: 0 0 4px 124px; white-space: normal; }}
 .ortnb-upload-note {{ font-size: 12px; line-height: 1.35; color: #00703c; margin: 0 0 4px 124px; overflow-wrap: anywhere; }}
 .ortnb-form-notes {{ font-size: 12px; line-height: 1.4; color: #1a1a1a; background: #eef5fb; padding: 2px 8px; }}
 .ortnb-form-notes ul {{ margin: 2px 0; padding-left: 18px; }}
-.ortnb-card-note {{ font-size: 12px; color: #8a5a00; margin-bottom: 2px; }}
+.ortnb-card-note {{ font-size: 12px; line-height: 1.35; color: #8a5a00; margin-bottom: 2px; }}
 .ortnb-prediction {{ margin: 6px 0; max-width: 640px; }}
 .ortnb-prob {{ display: flex; align-items: center; gap: 8px; font-size: 12px; line-height: 1.6; }}
 .ortnb-prob-name {{ flex: 0 0 120px; overflow-wrap: anywhere; }}
@@ -50,6 +55,11 @@ CSS = f"""
 .ortnb-source {{ font-size: 11px; color: #555555; margin-top: 2px; }}
 .ortnb-continuation {{ white-space: pre-wrap; font-size: 12px; }}
 .ortnb-confusion, .ortnb-wrong {{ margin: 8px 0; }}
+/* ipywidgets writes "Upload (0)" into the button's own text; the count means nothing here (the note under the
+   field names what was stored), so the button shows its words through ::after instead. */
+.ortnb-upload {{ font-size: 0 !important; }}
+.ortnb-upload i {{ font-size: var(--jp-widgets-font-size, 13px); }}
+.ortnb-upload::after {{ content: "Upload a file"; font-size: var(--jp-widgets-font-size, 13px); margin-left: 4px; }}
 .ortnb-swatch {{ display: inline-block; width: 10px; height: 10px; margin-right: 4px; }}
 """
 
