@@ -174,7 +174,8 @@ def names_folder(command_line: list[str], run_dir: str | Path, root: str | Path 
     path the process was started with. ``root``: the process's view of the file system (/proc/PID/root: a
     process in a container names paths inside it)."""
     wanted = folder_identity(run_dir)
-    return any(arg == str(run_dir) or (wanted is not None and os.sep in arg and _identity_seen_from(root, arg) == wanted)
+    return any(arg == str(run_dir)
+               or (wanted is not None and os.sep in arg and _identity_seen_from(root, arg) == wanted)
                for arg in command_line[1:])
 
 

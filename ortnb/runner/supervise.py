@@ -114,7 +114,8 @@ def supervise(run_dir: Path, launcher_args: list[str] | None = None) -> int:
     for signum in ENDING_SIGNALS:  # before the ranks start, so that no signal can orphan them
         signal.signal(signum, on_signal)
     with open(run_dir / layout.LOG, "ab") as log:
-        ranks = subprocess.Popen(worker_command(cfg, run_dir, launcher_args), env=worker_environment(cfg, launcher_args),
+        ranks = subprocess.Popen(worker_command(cfg, run_dir, launcher_args),
+                                 env=worker_environment(cfg, launcher_args),
                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     started.append(ranks)
     liveness.record_process(run_dir, "ranks", ranks.pid)
