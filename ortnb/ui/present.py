@@ -107,7 +107,7 @@ def status_text(entry: RunEntry | None) -> str:
     status = "stopping" if entry.stopping and not entry.done else entry.status
     text = f"{entry.label}: {status}"
     steps = _steps(entry.records)
-    if steps:
+    if steps and entry.done:  # while it trains the progress line beside the bar counts steps: one count on screen
         text += f" (step {steps[-1]['step']}/{metrics.steps_of(planned(entry))})"
     forced = next((r for r in reversed(entry.records) if r.get("event") == "stopped" and r.get("forced")), None)
     if forced:
