@@ -51,6 +51,18 @@ def step_series(records: list[dict]) -> dict[str, tuple[list, list]]:
     return series
 
 
+def panel_series(records: list[dict]) -> dict[str, tuple[list, list]]:
+    """Every series a run draws, and an empty one for each panel it has no data for (no memory figures, no
+    evaluation yet, evaluation off): plotly.js leaves a panel without a trace out of its layout, and the next
+    update that names that panel's axes (the warm-up band, the held-out hint) was refused whole, so the page
+    kept the empty grid's fixed axes and hints while the run's points sat outside them."""
+    series = {**step_series(records), **eval_series(records)}
+    for key, *_ in PANELS:
+        if not any(name.split(":")[0] == key for name in series):
+            series[f"{key}:rank0" if key == "peak_rss_mb" else key] = ([], [])
+    return series
+
+
 def eval_metric_of(records: list[dict]) -> str | None:
     """The metric a run's evaluations are judged by (the eval events name it), or None before the first."""
     found = evaluations(records)
@@ -106,7 +118,7 @@ class LiveChart:
         run["engine"] = engine or run["engine"]
         name = trace_name(run["label"], run["engine"])
         new, changed = [], []
-        for series, (xs, ys) in {**step_series(records), **eval_series(records)}.items():
+        for series, (xs, ys) in panel_series(records).items():
             row, col = panel_position(series)
             part = series.split(":")[1] if ":" in series else None  # rankN, or eval for the held-out loss
             held_out = part == "eval" or series == "eval_metric"

@@ -100,7 +100,11 @@ def browser_page(width: int, height: int):
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=BROWSER_FLAGS, headless=True)
         try:
-            yield browser.new_page(viewport={"width": width, "height": height})
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.console_errors = []  # what the page's scripts refused (plotly.js refuses a whole update at once)
+            page.on("console", lambda message: page.console_errors.append(message.text[:500])
+                    if message.type == "error" else None)
+            yield page
         finally:
             browser.close()
 
@@ -130,9 +134,9 @@ def button(scope, text: str):
 # The Dashboard's live grid as plotly.js drew it: every axis's drawn range, every trace's drawn values and how
 # many markers it drew, and the annotations on screen. Read from the page's plot (``_fullLayout`` and
 # ``_fullData``, plotly.js's own record of what it drew, and the SVG), never from the kernel.
-_LIVE_VIEW_JS = """() => {
+_LIVE_VIEW_JS = """(which) => {
     const plot = [...document.querySelectorAll('.ortnb-dashboard .js-plotly-plot')]
-        .find((p) => p._fullLayout && p._fullLayout.xaxis5);
+        .filter((p) => p._fullLayout && p._fullLayout.xaxis5)[which];
     if (!plot) return null;
     const layout = plot._fullLayout;
     const axes = {};
@@ -153,9 +157,10 @@ _LIVE_VIEW_JS = """() => {
 }"""
 
 
-def live_view(page) -> dict | None:
-    """The live grid as the page draws it (see _LIVE_VIEW_JS), or None while it is not on the page."""
-    return page.evaluate(_LIVE_VIEW_JS)
+def live_view(page, which: int = 0) -> dict | None:
+    """The live grid of the ``which``-th Dashboard on the page as drawn (see _LIVE_VIEW_JS), or None while it is
+    not on the page."""
+    return page.evaluate(_LIVE_VIEW_JS, which)
 
 
 # Texts the live grid shows only while it has no step to draw, and while its held-out panel has no evaluation.

@@ -106,6 +106,12 @@ def test_the_dashboards_export_button_writes_the_latest_run_and_says_what(traine
     monkeypatch.setenv("ORTNB_WIDGETS", "1")
     board = ortnb.Dashboard(ortnb.RunConfig(model="tiny-bert"), throttle=Throttle(0.5, FakeClock()), start=False)
     try:
+        def tree(widget):
+            yield widget
+            for child in getattr(widget, "children", ()):
+                yield from tree(child)
+
+        assert any(widget is board.buttons["Export"] for widget in tree(board.widget))  # on the page, in its row
         training = Exportable(list(EVALS), status="running", run_dir=str(run.run_dir))
         board.track(training)
         board.refresh(force=True)

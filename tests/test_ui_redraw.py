@@ -86,3 +86,40 @@ def test_the_empty_grid_is_displayed_with_its_frame_and_hint():
     figure = charts.live_figure(widget=True)
     assert figure._widget_layout["xaxis"]["range"] == [0, 10]
     assert any(charts.EMPTY_HINT in a["text"] for a in figure._widget_layout["annotations"])
+
+
+def test_a_reload_asks_for_one_copy_of_plotly_js_not_one_per_figure(monkeypatch):
+    """A page reload fetches every widget's state in one answer that ipywidgets waits 4 s for; with one
+    FigureWidget (plotly.js, about 5 MB, in its state) per figure it was 15 MB and the reload showed 'model not
+    found'. Only the live grid is a FigureWidget; the other figures are plotly JSON in Output widgets."""
+    import json
+
+    from ipywidgets.widgets.widget import _remove_buffers
+
+    import ortnb
+    from ortnb.ui.figure_view import MIME
+
+    from .test_ui import FakeClock, FakeRun
+    from .test_ui_fine_tuning import EVALS
+
+    monkeypatch.setenv("ORTNB_WIDGETS", "1")
+    dashboard = ortnb.Dashboard(ortnb.RunConfig(model="tiny-bert"), throttle=Throttle(0.5, FakeClock()), start=False)
+    try:
+        dashboard.track(FakeRun(list(EVALS), status="completed", run_dir="/runs/a"))
+        dashboard.refresh(force=True)
+        dashboard.add_to_comparison()
+        tree = list(_widgets(dashboard.widget))
+        states = [_remove_buffers(widget.get_state(drop_defaults=False))[0] for widget in tree]
+        shipped_js = [state for state in states if len(state.get("_esm") or "") > 1_000_000]
+        assert len(shipped_js) == 1  # the live grid
+        assert sum(len(json.dumps(state)) for state in states) < 6_500_000
+        drawn = [shown for widget in tree for shown in getattr(widget, "outputs", ()) if MIME in shown["data"]]
+        assert len(drawn) == 2  # the comparison and Try it's confusion matrix, as JSON
+    finally:
+        dashboard.close()
+
+
+def _widgets(widget):
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from _widgets(child)

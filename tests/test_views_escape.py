@@ -174,10 +174,14 @@ def test_nothing_from_a_run_folder_becomes_markup_in_any_dashboard_tab(tmp_path,
         assert injected(value) == [], value
     text = " ".join(" ".join(Parsed(value).text) for value in shown)
     assert PAYLOAD in text  # shown as the text it is, not dropped
-    figures = [w for w in widgets_of(dashboard.widget) if hasattr(w, "to_plotly_json")]
-    assert len(figures) >= 3  # live, comparison, profile (and Try it's confusion matrix)
+    from ortnb.ui.figure_view import MIME
+
+    figures = [w.to_plotly_json() for w in widgets_of(dashboard.widget) if hasattr(w, "to_plotly_json")]
+    figures += [shown["data"][MIME] for w in widgets_of(dashboard.widget) for shown in getattr(w, "outputs", ())
+                if MIME in shown.get("data", {})]  # the figures JupyterLab's plotly renderer draws
+    assert len(figures) == 4  # live, comparison, profile and Try it's confusion matrix
     for figure in figures:
-        assert plotly_markup(figure.to_plotly_json()) == []
+        assert plotly_markup(figure) == []
     request_close()
 
 

@@ -23,6 +23,7 @@ from ..runner import Run, launch, layout
 from ..validation import validate
 from . import form, present
 from .export_action import ExportAction
+from .figure_view import FigureView
 from .find_fastest import DEFAULT_BUDGET_S, FindFastest
 from .profile_action import ProfileAction
 from .redraw import redraw
@@ -122,7 +123,7 @@ class Dashboard(FindFastest, ProfileAction, ExportAction):
         self.progress.add_class("ortnb-progress")
         self.card = SafeHTML()
         self.figure = responsive(charts.live_figure(widget=True))
-        self.comparison_figure = responsive(_figure_widget(charts.comparison_figure()))
+        self.comparison_figure = FigureView(charts.comparison_figure())
         self.table = w.GridBox(layout=w.Layout(width="100%"))
         self.table.add_class("ortnb-table")
         self.search_table = SafeHTML()
@@ -130,13 +131,13 @@ class Dashboard(FindFastest, ProfileAction, ExportAction):
         self.try_it = TryIt()
         self.profile_view = w.VBox(layout=full)
         self.tabs = w.Tab(children=[w.VBox([self.figure], layout=full),
-                                    w.VBox([self.comparison_figure, self.table, self.search_table], layout=full),
+                                    w.VBox([self.comparison_figure.widget, self.table, self.search_table], layout=full),
                                     self.try_it.widget, self.profile_view],
                           layout=w.Layout(width="auto"))
         for index, title in enumerate(TABS):
             self.tabs.set_title(index, title)
         row = [*(self.buttons[name] for name in ("Run", "Stop", "Add to comparison", "Clear", "Find fastest")), budget,
-               self.buttons["Load winner"], self.buttons["Profile"]]
+               self.buttons["Load winner"], self.buttons["Profile"], self.buttons["Export"]]
         self.widget = w.VBox([self.settings, w.HBox(row, layout=w.Layout(flex_flow="row wrap")), self.status,
                               self.progress, self.card, self.tabs, WidthWatcher()], layout=full)
         self.widget.add_class("ortnb-dashboard")
@@ -351,8 +352,9 @@ class Dashboard(FindFastest, ProfileAction, ExportAction):
             return
         self._table_key = key
         self.search_table.value = present.search_table_html(search.rows if search else [])
-        with redraw(self.comparison_figure):
-            charts.update_comparison(self.comparison_figure, rows)
+        figure = charts.comparison_figure()
+        charts.update_comparison(figure, rows)
+        self.comparison_figure.show(figure)
         self.table.children = self._table_children(rows)
         columns = len(present.TABLE_COLUMNS)
         # a column is never narrower than its longest word: min-content, not 0, which cut words in two
@@ -415,12 +417,6 @@ def _final_summary(run: Run, status: str) -> dict:
     if status == "stopped":
         summary["kept"] = layout.kept_text(run.run_dir)
     return summary
-
-
-def _figure_widget(figure):
-    import plotly.graph_objects as go
-
-    return go.FigureWidget(figure)
 
 
 def _show_static(figure) -> None:

@@ -105,7 +105,7 @@ class ProfileAction:
     def _render_profile(self) -> None:
 
         from ..profiling import views
-        from .fit import responsive
+        from .figure_view import FigureView
 
         profiling = self.state.profiling
         data = profiling.data if profiling is not None else None
@@ -117,8 +117,7 @@ class ProfileAction:
                                                        "op: the form's settings on PyTorch and on ONNX Runtime (or "
                                                        "the compared runs).", class_="ortnb-profile-hint"))]
             return
-        import plotly.graph_objects as go
-
-        chart = responsive(go.FigureWidget(views.figure(data)))
+        self.profile_figure = FigureView(views.figure(data))
+        chart = self.profile_figure.widget
         tables = SafeHTML(tag("div", views.sections_html(data), class_="ortnb-profile"))
         self.profile_view.children = [chart, tables]

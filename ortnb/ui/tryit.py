@@ -7,9 +7,11 @@ comes from ``quality``'s pure functions.
 
 from __future__ import annotations
 
+from .. import charts
 from ..markup import tag
 from ..validation import run_task
 from . import quality
+from .figure_view import FigureView
 from .safe_html import SafeHTML
 
 
@@ -25,9 +27,9 @@ class TryIt:
         self.button.on_click(lambda _b: self.try_text())
         self.answer = SafeHTML()
         self.evaluation = SafeHTML()  # the most confidently wrong examples
-        self.confusion = w.Box(layout=w.Layout(width="100%"))  # a plotly heatmap, made once per evaluation
+        self.confusion = FigureView(css_class="ortnb-confusion")  # a plotly heatmap, drawn once per evaluation
         self.inputs = w.VBox([self.text, self.button], layout=w.Layout(width="100%"))
-        self.widget = w.VBox([self.hint, self.inputs, self.answer, self.confusion, self.evaluation],
+        self.widget = w.VBox([self.hint, self.inputs, self.answer, self.confusion.widget, self.evaluation],
                              layout=w.Layout(width="100%"))
         self.widget.add_class("ortnb-tryit")
         self._shown = None
@@ -51,24 +53,14 @@ class TryIt:
         self.text.placeholder = "type the start of a text to continue" if causal else "type a text to classify"
         last = quality.tried_evaluation(entry.records) if entry is not None else None
         if last is None or not last.get("confusion"):
-            self.evaluation.value, self.confusion.children, self._confusion_key = "", (), None
+            self.evaluation.value, self.confusion.widget.outputs, self._confusion_key = "", (), None
             return
         self.evaluation.value = quality.wrong_html(last.get("wrong"))
         key = (entry.id, last.get("step"))
         if key != self._confusion_key:
             self._confusion_key = key
-            self.confusion.children = (self._heatmap(last, quality.class_names(entry.records, len(last["confusion"]))),)
-
-    @staticmethod
-    def _heatmap(last: dict, names: list[str]):
-        import plotly.graph_objects as go
-
-        from .. import charts
-        from .fit import responsive
-
-        figure = responsive(go.FigureWidget(charts.confusion_figure(last["confusion"], names, last.get("step"))))
-        figure.add_class("ortnb-confusion")
-        return figure
+            self.confusion.show(charts.confusion_figure(last["confusion"], quality.class_names(
+                entry.records, len(last["confusion"])), last.get("step")))
 
     def try_text(self, text: str | None = None) -> str:
         """Label (or continue) ``text`` (default: what is typed) with the run's best model; returns the HTML shown."""
