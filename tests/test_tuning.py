@@ -589,3 +589,47 @@ def test_a_set_stop_event_interrupts_the_measurement(monkeypatch):
     stop.set()
     with pytest.raises(search.Interrupted):
         measure.follow(WatchedRun(["running"], FakeClock()), search.Limits(1e9, print), stop, FakeClock())
+
+
+# -- Find fastest starts from your settings ------------------------------------------------------------
+
+
+def test_your_settings_are_a_candidate_measured_first_and_every_speed_is_stated_against_them():
+    grid = {"backend": ["ort", "eager"], "batch_size": [16, 32]}
+    base = ortnb.RunConfig(model="tiny-bert", backend="ort", batch_size=8)
+    candidates = space.with_yours(base, grid, candidates_of(grid), None)
+    yours = candidates[-1]
+    assert (yours.yours, yours.axes, yours.index, len(candidates)) == (True, {"backend": "ort", "batch_size": 8}, 4, 5)
+    # base's values already in the grid: that candidate is yours, nothing is added
+    inside = space.with_yours(base.replace(batch_size=16), grid, candidates_of(grid), None)
+    assert len(inside) == 4 and [c.axes for c in inside if c.yours] == [{"backend": "ort", "batch_size": 16}]
+
+    clock, log = FakeClock(), []
+    speeds = {8: 10.0, 16: 15.0, 32: 25.0}
+    found = search.Search(candidates, search.Budget(60.0, clock, 0.0),
+                          fake_measure(clock, lambda c: speeds[c.axes["batch_size"]], log=log), {"model": "minilm"})
+    found.run()
+    assert log[0][0] == yours.label  # the reference is measured even when the budget covers little else
+    outcome = result.build(candidates, base, grid, budget_s=60.0, elapsed_s=clock.now, complete=False,
+                           interrupted=False, ended="the budget ran out")
+    rows = {r["label"]: r for r in outcome.table.to_dict(orient="records")}
+    assert rows[yours.label]["yours"] is True and rows[yours.label]["vs_yours"] == 1.0
+    measured = [r for r in rows.values() if r["samples_per_s"] == r["samples_per_s"] and not r["yours"]]
+    assert measured and all(r["vs_yours"] == round(r["samples_per_s"] / 10.0, 2) for r in measured)
+    assert ", 2.50x the speed of your settings;" in outcome.describe()
+
+
+def test_the_search_table_names_your_row_and_never_groups_it_away():
+    from ortnb.ui import present
+
+    rows = [{"rank": 1, "label": "eager + AdamW x32", "status": "measured", "samples_per_s": 25.0, "vs_yours": 2.5},
+            {"rank": 2, "label": "ort + AdamW x8", "status": "measured", "samples_per_s": 10.0, "vs_yours": 1.0,
+             "yours": True},
+            {"rank": None, "label": "a", "status": "not measured", "reason": "the budget ran out before it"},
+            {"rank": None, "label": "b", "status": "not measured", "reason": "the budget ran out before it"}]
+    shown = present.search_table_rows(rows)
+    assert [r["label"] for r in shown] == ["eager + AdamW x32", "ort + AdamW x8", "2 candidates: a, b"]  # one line
+    assert [present.search_cell("vs_yours", r.get("vs_yours"), r) for r in shown] == ["2.50x", "your settings", "–"]
+    assert present.search_cell("label", "ort + AdamW x8", shown[1]) == "ort + AdamW x8 (yours)"
+    assert "vs your settings" in present.search_table_html(rows)
+    assert "vs your settings" not in present.search_table_html([{**r, "yours": None} for r in rows])

@@ -16,7 +16,8 @@ from .space import Candidate
 
 FORMAT = 1  # of the cache entry and tune.json
 COLUMNS = ["rank", "label", "status", "samples_per_s", "p25", "p75", "real_tokens_per_s", "tokens_per_s", "mfu",
-           "engine", "first_step_s", "steps_measured", "rung", "cost_s", "contended_share", "flag", "doubt", "reason"]
+           "engine", "first_step_s", "steps_measured", "rung", "cost_s", "contended_share", "flag", "doubt", "reason",
+           "yours", "vs_yours"]
 HEADERS = {"rank": "#", "label": "configuration", "status": "status", "samples_per_s": "samples/s",
            "p25": "p25", "p75": "p75",
            "real_tokens_per_s": "real tokens/s", "tokens_per_s": "tokens/s", "mfu": "MFU %", "engine": "engine",
@@ -50,7 +51,18 @@ def _flag(summary: dict) -> str:
     return "too few steps" if not verdict.usable else "under load" if verdict.contended else "noisy"
 
 
-def row(candidate: Candidate, rank: int) -> dict:
+def versus(candidate: Candidate, yours: Candidate | None) -> float | None:
+    """A candidate's median samples/s as a multiple of your settings' (None when either has no figure)."""
+    mine = yours.samples_per_s if yours is not None else None
+    theirs = candidate.samples_per_s
+    return round(theirs / mine, 2) if mine and theirs is not None else None
+
+
+def yours_of(candidates: list[Candidate]) -> Candidate | None:
+    return next((c for c in candidates if c.yours), None)
+
+
+def row(candidate: Candidate, rank: int, yours: Candidate | None = None) -> dict:
     runs = candidate.runs
     engines = [r["engine"] for r in runs if r.get("engine")]
     low, high = quartiles(candidate.values("samples_per_s"))
@@ -66,7 +78,7 @@ def row(candidate: Candidate, rank: int) -> dict:
             "rung": candidate.rung or None,
             "cost_s": round(sum(r.get("cost_s") or 0.0 for r in runs), 1) if runs else None,
             "contended_share": candidate.median("other_cpu"), "doubt": doubt, "flag": _flag(summary) if doubt else None,
-            "reason": candidate.reason,
+            "reason": candidate.reason, "yours": candidate.yours or None, "vs_yours": versus(candidate, yours),
             **candidate.axes}
 
 
@@ -100,7 +112,8 @@ class TuneResult:
     def table(self):
         import pandas as pd
 
-        rows = [row(c, rank) for rank, c in enumerate(order(self.candidates), 1)]
+        yours = yours_of(self.candidates)
+        rows = [row(c, rank, yours) for rank, c in enumerate(order(self.candidates), 1)]
         table = pd.DataFrame(rows, columns=COLUMNS + list(self.grid))
         return table.astype({"steps_measured": "Int64", "rung": "Int64"})  # whole numbers, missing where unmeasured
 
@@ -161,9 +174,9 @@ class TuneResult:
         leaders = ranked(self.candidates)
         if not leaders:
             return f"No candidate was measured ({self.ended}); {scope}."
-        top = row(leaders[0], 1)
+        top = row(leaders[0], 1, yours_of(self.candidates))
         mfu = f", MFU {top['mfu']:.1%}" if top["mfu"] is not None else ""
-        figures = f"{top['label']}, {top['samples_per_s']:.1f} samples/s{mfu} ({top['engine']})"
+        figures = f"{top['label']}, {top['samples_per_s']:.1f} samples/s{mfu} ({top['engine']}){_against_yours(top)}"
         if not self.searched:
             need = (f"; measuring all {runnable} needs a budget of about {self.min_budget_s:.0f} s"
                     if self.min_budget_s else "")
@@ -209,6 +222,15 @@ def build(candidates: list[Candidate], base: RunConfig, grid: dict, **fields) ->
         best, rule = learning_rate.follow_batch(base, base.replace(**leaders[0].axes))
     configs = [base.replace(**c.axes, name=c.label) for c in candidates if c.runnable]
     return TuneResult(candidates, best, configs, grid, **fields, learning_rate_rule=rule)
+
+
+def _against_yours(top: dict) -> str:
+    """How the winner compares with the settings the search started from, when it measured them."""
+    if top.get("yours"):
+        return ": your own settings, nothing measured was faster"
+    if top.get("vs_yours") is None:
+        return ""
+    return f", {top['vs_yours']:.2f}x the speed of your settings"
 
 
 def _config_dict(config: RunConfig | None) -> dict | None:

@@ -136,6 +136,7 @@ class Candidate:
     problems: list[str] = field(default_factory=list)  # validate()'s, as text; empty: it can run here
     runs: list[dict] = field(default_factory=list)  # one record per measurement run (see measure.record)
     unreached: str | None = None  # why no run was made for it, when none was
+    yours: bool = False  # the settings the search started from (the Dashboard's form): every speed-up is over it
 
     @property
     def runnable(self) -> bool:
@@ -188,12 +189,12 @@ class Candidate:
 
     def to_dict(self) -> dict:
         return {"index": self.index, "label": self.label, "axes": self.axes, "problems": self.problems,
-                "runs": self.runs, "unreached": self.unreached}
+                "runs": self.runs, "unreached": self.unreached, "yours": self.yours}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Candidate":
         return cls(data["index"], data["label"], dict(data["axes"]), list(data.get("problems") or []),
-                   list(data.get("runs") or []), data.get("unreached"))
+                   list(data.get("runs") or []), data.get("unreached"), bool(data.get("yours")))
 
 
 def build(base: RunConfig, grid: dict[str, list], caps: Capabilities | None = None) -> list[Candidate]:
@@ -207,6 +208,20 @@ def build(base: RunConfig, grid: dict[str, list], caps: Capabilities | None = No
         problems = [str(p) for p in validate(config, caps)]
         found.append(Candidate(index, config.label, axes, problems))
     return found
+
+
+def with_yours(base: RunConfig, grid: dict[str, list], candidates: list[Candidate],
+               caps: Capabilities | None = None) -> list[Candidate]:
+    """The candidates with ``base``'s own settings among them, marked as yours: the grid's own combination when
+    it holds base's values, else one more candidate (base as it is, checked by validate())."""
+    axes = {name: getattr(base, name) for name in grid}
+    same = next((c for c in candidates if c.axes == axes), None)
+    if same is not None:
+        same.yours = True
+        return candidates
+    config = base.replace(name=None)
+    problems = [str(p) for p in validate(config, caps)]
+    return [*candidates, Candidate(len(candidates), config.label, axes, problems, yours=True)]
 
 
 def nothing_runnable(candidates: list[Candidate]) -> ConfigError:

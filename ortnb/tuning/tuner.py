@@ -32,7 +32,7 @@ def tune(model: str | None = None, dataset=None, *, budget_s: float = DEFAULT_BU
          base: RunConfig | None = None, grid: dict[str, list] | None = None, refresh: bool = False,
          on_progress: Callable[[dict], None] | None = None, stop: threading.Event | None = None,
          output_dir: str | Path | None = None, cache_dir: str | Path | None = None,
-         wait_for_quiet_s: float = 0.0) -> TuneResult:
+         wait_for_quiet_s: float = 0.0, include_base: bool = False) -> TuneResult:
     """Measure the configurations this machine can run and return them ranked, with the winner as a RunConfig.
 
     ``model`` / ``dataset``: what to train (default: ``base``'s, else minilm on rotten_tomatoes). ``budget_s``:
@@ -44,7 +44,8 @@ def tune(model: str | None = None, dataset=None, *, budget_s: float = DEFAULT_BU
     (default: a temporary folder, deleted). ``cache_dir``: default ``~/.cache/ortnb/tune`` (``$ORTNB_CACHE``).
     ``wait_for_quiet_s``: before measuring, wait up to this long for other processes to leave the CPU (not
     counted in the budget; a progress event "waiting" says so). Candidates measured under load anyway are
-    flagged, and make the winner not conclusive.
+    flagged, and make the winner not conclusive. ``include_base``: measure ``base``'s own settings too, first,
+    and state every candidate's speed against them (the Dashboard's Find fastest starts from the form's settings).
 
     Every argument is checked before any run, and each problem is named in one ConfigError.
     """
@@ -57,12 +58,12 @@ def tune(model: str | None = None, dataset=None, *, budget_s: float = DEFAULT_BU
                         f"{wait_for_quiet_s!r}.")
     if problems:
         raise ConfigError(problems)
-    candidates, grid = _candidates(base, grid)
+    candidates, grid = _candidates(base, grid, include_base)
     _check_budget(budget_s, base, candidates)
     root = cache.directory(cache_dir)
     _check_folder(base, candidates, "output_dir", output_dir)
     _check_folder(base, candidates, "cache_dir", root)
-    key = cache.key(base, grid, budget_s)
+    key = {**cache.key(base, grid, budget_s), **({"yours": True} if include_base else {})}
     path = cache.path_for(root, key)
     entry = None if refresh else cache.read(path, key)
     if entry is not None and not entry["interrupted"]:
@@ -130,8 +131,9 @@ def _argument_problems(budget_s, grid, on_progress, stop) -> list[str]:
     return problems
 
 
-def _candidates(base: RunConfig, grid) -> tuple[list[space.Candidate], dict]:
-    """Every candidate, checked by validate(); ConfigError with the reasons when none can run."""
+def _candidates(base: RunConfig, grid, include_base: bool = False) -> tuple[list[space.Candidate], dict]:
+    """Every candidate (with base's own settings when ``include_base``), checked by validate(); ConfigError with
+    the reasons when none can run."""
     from ..hardware import capabilities
 
     caps = capabilities()
@@ -139,6 +141,8 @@ def _candidates(base: RunConfig, grid) -> tuple[list[space.Candidate], dict]:
         grid = default_grid(base, caps, _cuda_devices() if caps.cuda else 0)
     grid = {name: list(values) for name, values in grid.items()}
     candidates = space.build(base, grid, caps)
+    if include_base:
+        candidates = space.with_yours(base, grid, candidates, caps)
     if not any(c.runnable for c in candidates):
         raise space.nothing_runnable(candidates)
     return candidates, grid

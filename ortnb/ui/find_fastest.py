@@ -35,6 +35,7 @@ class FindFastest:
         def search():
             try:
                 result = tune(base.model, base.dataset, budget_s=budget_s, base=base, stop=self._search_stop,
+                              include_base=True,  # the form's own settings measured first: speed-ups are over them
                               on_progress=self._search_progress)
             except Exception as error:  # noqa: BLE001 - shown on the dashboard, never a thread traceback
                 with self._lock:

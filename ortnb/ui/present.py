@@ -334,6 +334,7 @@ def table_cells(row: dict) -> list[str]:
 # -- Find fastest -----------------------------------------------------------------------------
 
 SEARCH_COLUMNS = [("rank", "#"), ("rung", "rung"), ("label", "configuration"), ("status", "status"), ("samples_per_s", "samples/s"),
+                  ("vs_yours", "vs your settings"),
                   ("p25", "p25–p75"), ("flag", "judged"), ("real_tokens_per_s", "real tokens/s"), ("mfu", "MFU %"), ("engine", "engine"),
                   ("first_step_s", "first step (s)"), ("reason", "why")]
 TUNED_FIELDS = ("backend", "optim", "precision", "zero_stage", "num_processes", "threads", "batch_size", "padding",
@@ -373,6 +374,10 @@ def profile_text(profiling, now: float) -> str:
 
 
 def search_cell(key: str, value, row: dict | None = None) -> str:
+    if row is not None and row.get("yours") and key in ("label", "vs_yours"):
+        return "your settings" if key == "vs_yours" else f"{value} (yours)"
+    if key == "vs_yours":
+        return f"{value:.2f}x" if isinstance(value, (int, float)) and math.isfinite(value) else "–"
     if key == "p25" and row is not None:  # the range, as the comparison table shows it
         low, high = row.get("p25"), row.get("p75")
         return f"{_number(low)}–{_number(high)}" if low is not None and high is not None else "–"
@@ -393,8 +398,8 @@ def search_table_rows(rows: list[dict]) -> list[dict]:
     same reason once, with how many and which (the grid had 16 rows saying one refusal), in the form's words."""
     shown, groups = [], {}
     for row in rows:
-        if row.get("status") in GROUPED or (row.get("samples_per_s") is None and row.get("status") != "failed"
-                                            and row.get("reason")):
+        alone = row.get("yours") or row.get("status") == "failed"  # yours is the reference: never in a group
+        if not alone and (row.get("status") in GROUPED or (row.get("samples_per_s") is None and row.get("reason"))):
             groups.setdefault((row.get("status"), humanize(str(row.get("reason") or "no reason recorded"))),
                               []).append(str(row.get("label")))
         else:
@@ -423,7 +428,8 @@ def search_table_html(rows: list[dict]) -> Markup:
     if not rows:
         return Markup()
     rows = search_table_rows(rows)
-    columns = [(key, title) for key, title in SEARCH_COLUMNS if any(key in row for row in rows)]
+    columns = [(key, title) for key, title in SEARCH_COLUMNS if any(key in row for row in rows)
+               and (key != "vs_yours" or any(row.get("yours") for row in rows))]
     head = tag("tr", *(tag("th", title, class_="ortnb-cell ortnb-head") for _, title in columns))
     body = (tag("tr", *(tag("td", search_cell(key, row.get(key), row), class_="ortnb-cell") for key, _ in columns))
             for row in rows)
