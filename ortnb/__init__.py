@@ -28,7 +28,7 @@ _LAZY = {
     "validate": "ortnb.validation",
     "capabilities": "ortnb.hardware",
     "launch": "ortnb.runner",
-    "attach": "ortnb.runs",
+    "attach": "ortnb.attach_run",
     "Run": "ortnb.runner",
     "compare": "ortnb.comparison",
     "tune": "ortnb.tuning",

@@ -3,7 +3,7 @@
 and trained by ONNX Runtime's training API). ``attach`` reads that and hands back the Run for the kind.
 
 It sits above ``runner/`` and ``edge/`` so that neither imports the other to open a folder; the config.json
-reader they share is ``run_folder.py``, below all three.
+reader they share is ``runs/layout.py``, below all three.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .errors import ConfigError, RunFolderError
-from .run_folder import CONFIG, EDGE, KINDS, TRAINER, read_config  # noqa: F401 - read_config, KINDS: public here too
+from .runs.layout import CONFIG, EDGE, read_config
+
 
 def attach(run_dir: str | Path):
     """A Run for an existing run folder (one started from the shell, by another kernel, or before a restart):

@@ -15,7 +15,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-KIND = "trainer"  # config.json's "kind" for a RunConfig run folder (see runs.py; an edge run's is "edge")
+from .runs.layout import EDGE, TRAINER, config_text, write_config
+
+KIND = TRAINER  # config.json's "kind" for a RunConfig run folder (the kinds: runs/layout.py)
 
 
 class Precision(str, Enum):
@@ -135,10 +137,9 @@ class RunConfig:
 
     def to_json(self, path: str | Path | None = None) -> str:
         """The settings as JSON, with ``"kind": "trainer"`` first: a run folder's config.json says what ran it."""
-        text = json.dumps({"kind": KIND, **self.to_dict()}, indent=2)
         if path is not None:
-            Path(path).write_text(text)
-        return text
+            return write_config(path, KIND, self.to_dict())  # atomically: a reader never finds half of it
+        return config_text(KIND, self.to_dict())
 
     @classmethod
     def from_dict(cls, data: dict) -> "RunConfig":
@@ -152,7 +153,7 @@ class RunConfig:
         if kind != KIND:
             raise ConfigError(f"kind: {kind!r} settings are not a RunConfig (kind {KIND!r})"
                               + (": an edge run's config.json; ortnb.attach(folder) reads that run, and "
-                                 "`ortnb edge train` starts one." if kind == "edge" else "."))
+                                 "`ortnb edge train` starts one." if kind == EDGE else "."))
         data = {name: value for name, value in data.items() if name != "kind"}
         names = {f.name for f in dataclasses.fields(cls)}
         data = _upgrade(data)

@@ -118,7 +118,7 @@ def find_model_dir(folder: Path) -> Path:
                                 "output_dir, an ortnb run folder, or the model itself")
     if _is_model_dir(folder):
         return folder
-    from .runner import layout
+    from .runs import layout
 
     best = layout.best(folder)  # an ortnb run that evaluated: its best weights, and saying so
     if best is not None and _is_model_dir(Path(best["folder"])):

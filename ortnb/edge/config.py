@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..runs.layout import EDGE, write_config
 
-KIND = "edge"  # config.json's "kind": tells an edge run folder from a RunConfig one
+KIND = EDGE  # config.json's "kind": tells an edge run folder from a RunConfig one (runs/layout.py)
 
 
 @dataclass
@@ -92,7 +93,8 @@ class EdgeConfig:
             raise ConfigError(found)
 
     def to_json(self, path: Path) -> None:
-        Path(path).write_text(json.dumps({"kind": KIND, **dataclasses.asdict(self)}, indent=2))
+        """Write the run folder's config.json, atomically (runs.layout.write_config, as every kind does)."""
+        write_config(path, KIND, dataclasses.asdict(self))
 
     @classmethod
     def from_dict(cls, data: dict) -> "EdgeConfig":
@@ -114,7 +116,7 @@ class EdgeConfig:
     @classmethod
     def from_json(cls, path: Path) -> "EdgeConfig":
         """The config.json of an edge run folder (or its file), read as ortnb.attach reads it."""
-        from ..run_folder import read_config
+        from ..runs.layout import read_config
 
         path = Path(path)
         _kind, data = read_config(path.parent if path.name == "config.json" else path)

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import records
 from ..memory import peak_rss_mb
-from ..run_folder import checkpoint_step
+from ..runs.layout import checkpoint_step
 from ..runner import control
 from . import batches, manifest, resume
 from .config import EdgeConfig

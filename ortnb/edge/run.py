@@ -13,8 +13,9 @@ from pathlib import Path
 
 from .. import files
 from ..errors import ConfigError
-from ..run_folder import checkpoint_step
-from ..runner import layout, liveness
+from ..runner import liveness
+from ..runs import layout
+from ..runs.layout import checkpoint_step
 from ..runner.launch import Run
 from . import batches, loop, manifest, resume
 from .config import EdgeConfig

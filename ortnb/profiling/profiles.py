@@ -15,7 +15,7 @@ from typing import Callable
 from .. import files, metrics, stats
 from ..config import RunConfig
 from ..errors import ConfigError
-from ..runner import layout
+from ..runs import layout
 from . import categories, collect, fusions, parse
 from .matmul import achieved
 

@@ -13,7 +13,7 @@ from transformers import TrainerCallback
 
 from .. import contention, records
 from ..memory import peak_rss_mb
-from . import layout
+from ..runs import layout
 from .recorder import deleted_error, folder_gone
 
 

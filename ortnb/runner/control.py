@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 from .. import files
-from . import layout, liveness
+from ..runs import layout
+from . import liveness
 
 
 def request_stop(run_dir: Path, timeout: float) -> None:

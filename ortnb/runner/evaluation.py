@@ -17,7 +17,7 @@ from pathlib import Path
 from transformers import TrainerCallback
 
 from .. import evaluation, files, records
-from . import layout
+from ..runs import layout
 
 
 class ClassificationMetrics:

@@ -7,7 +7,7 @@ import errno
 import shutil
 from pathlib import Path
 
-from . import layout
+from ..runs import layout
 
 
 def describe_error(error: BaseException, run_dir: Path) -> str:

@@ -15,7 +15,8 @@ from typing import Callable
 from .. import files, metrics
 from ..config import RunConfig
 from ..validation import check
-from . import control, layout, liveness, stall, status_file
+from ..runs import layout
+from . import control, liveness, stall, status_file
 from .stream import append_event
 
 

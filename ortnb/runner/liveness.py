@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import files
-from . import layout, stall
+from ..runs import layout
+from . import stall
 
 HEARTBEAT_S = 2.0
 STALE_S = 10.0  # five missed heartbeats

@@ -19,7 +19,8 @@ import traceback
 from pathlib import Path
 from typing import Callable
 
-from . import layout, liveness, status_file
+from ..runs import layout
+from . import liveness, status_file
 from .full_disk import describe_error
 from .stream import MetricsWriter
 

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from .. import files
-from . import layout
+from ..runs import layout
 
 SIZE = 4096
 

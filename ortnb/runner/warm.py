@@ -40,7 +40,8 @@ from pathlib import Path
 from .. import files
 from ..config import RunConfig
 from ..errors import ConfigError
-from . import layout, liveness, status_file, torchrun
+from ..runs import layout
+from . import liveness, status_file, torchrun
 
 ROLES = ("supervisor", "ranks", "writer")
 POLL_S = 0.1  # how often an idle worker looks for its next job

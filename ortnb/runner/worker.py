@@ -14,7 +14,8 @@ from .. import evaluation, files
 from ..config import DEFAULT_STEPS, RunConfig
 from ..data_columns import Columns
 from ..errors import ConfigError
-from . import layout, orphan
+from ..runs import layout
+from . import orphan
 from .evaluation import ClassificationMetrics, EvalCallback
 from .recorder import Recorder
 from .stream import MetricsWriter

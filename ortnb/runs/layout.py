@@ -1,4 +1,11 @@
-"""Where a run keeps its files. One directory per run, never reused."""
+"""Where a run keeps its files, and its config.json: one directory per run, never reused.
+
+config.json names the run's ``kind`` ("trainer": a RunConfig run of ``ortnb.launch``; "edge": an EdgeConfig run
+of ``ortnb.edge.train``) beside its settings. Every kind writes it through ``write_config`` (atomically) and reads
+it through ``read_config``, here, below ``runner/``, ``edge/`` and ``attach``, so that each may read a folder
+without importing the others. A config.json that cannot be read (cut short by a crash, edited by hand, written by
+a newer ortnb) is named with its path and what to do, never a bare JSONDecodeError.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,12 @@ import re
 import time
 from pathlib import Path
 
+from .. import files
+from ..errors import RunFolderError
+
 CONFIG = "config.json"
+TRAINER, EDGE = "trainer", "edge"  # config.json's "kind"
+KINDS = (TRAINER, EDGE)
 METRICS = "metrics.jsonl"
 STOP = "STOP"
 STATUS = "status.json"
@@ -37,8 +49,6 @@ def checkpoints(run_dir: Path) -> list[Path]:
     no longer have the sizes it lists, was cut short (a kill, a full disk) and does not count. In folders
     from before markers (a Trainer's output_dir, an ortnb run whose config.json names no kind) a checkpoint
     counts when it holds a config.json and weights."""
-    from ..run_folder import checkpoint_step
-
     found = [p for p in Path(run_dir).glob("checkpoint-*")
              if p.is_dir() and checkpoint_step(p, "checkpoint") is not None]
     if marks_checkpoints(run_dir) or any((p / CHECKPOINT_MARKER).exists() for p in found):
@@ -52,16 +62,12 @@ def checkpoints(run_dir: Path) -> list[Path]:
 def marks_checkpoints(run_dir: Path) -> bool:
     """Whether the run folder was written by an ortnb that marks whole checkpoints: its config.json names
     the run's kind (both arrived in the same version)."""
-    from .. import files
-
     return "kind" in (files.read_json_object(Path(run_dir) / CONFIG) or {})
 
 
 def mark_whole(folder: Path) -> None:
     """Certify a finished save: list every file in ``folder`` with its size in CHECKPOINT_MARKER, written
     last, flushed to the disk and atomically (files.write_atomic), so the marker never outlives what it lists."""
-    from .. import files
-
     folder = Path(folder)
     listed = {str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*"))
               if p.is_file() and p.name != CHECKPOINT_MARKER and not p.name.endswith(".tmp")}
@@ -95,8 +101,6 @@ def best(run_dir: Path) -> dict | None:
     """The best evaluation's marker ({step, metric, value, ...}, with ``folder``) when best/ is whole; else None.
     A run killed between ``best -> best.old`` and ``best.tmp -> best`` (put_in_place) has only best.old/: the
     previous best, whole, which is read instead."""
-    from .. import files
-
     for folder in (Path(run_dir) / BEST, Path(run_dir) / (BEST + REPLACED)):
         marker = files.read_json_object(folder / BEST_MARKER)
         if marker is not None:
@@ -159,8 +163,6 @@ def kept_text(run_dir: Path) -> str:
 
 def run_peak(run_dir: Path) -> float | None:
     """The peak FLOP/s the supervisor recorded for this run (PEAK); None when the file is missing or damaged."""
-    from .. import files
-
     value = (files.read_json_object(Path(run_dir) / PEAK) or {}).get("flops")
     return value if isinstance(value, (int, float)) and value > 0 else None
 
@@ -177,3 +179,61 @@ def new_run_dir(output_dir: str | Path, label: str) -> Path:
         except FileExistsError:
             continue
     raise RuntimeError(f"Could not create a new run directory under {output_dir}")
+
+
+def config_text(kind: str, settings: dict) -> str:
+    """config.json's text: the run's ``kind`` first, then its settings."""
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r}: a run folder's kind is one of {', '.join(map(repr, KINDS))}")
+    return json.dumps({"kind": kind, **settings}, indent=2)
+
+
+def write_config(path: str | Path, kind: str, settings: dict) -> str:
+    """Write a run's config.json at ``path`` atomically (files.write_atomic), so a reader never finds half of it:
+    a crash or a full disk leaves the old file or none. Returns its text. Every kind's config writes through here."""
+    text = config_text(kind, settings)
+    files.write_atomic(path, text)
+    return text
+
+
+def read_config(run_dir: str | Path) -> tuple[str, dict]:
+    """(kind, the config's fields without the kind) of a run folder. FileNotFoundError when it is not a run
+    folder; RunFolderError when its config.json is damaged or of a kind this ortnb does not know."""
+    path = Path(run_dir) / CONFIG
+    if not path.exists():
+        raise FileNotFoundError(f"{Path(run_dir)} is not a run folder: it holds no {CONFIG}. Pass a folder that "
+                                "launch() or `ortnb run` created (it prints it; run.run_dir holds it).")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as error:
+        raise RunFolderError(f"{path} is damaged: it is not text (byte {error.start}). {_WAY_OUT}") from None
+    except ValueError as error:
+        raise RunFolderError(f"{path} is damaged: it is not JSON ({error.msg}: line {error.lineno} column "
+                             f"{error.colno}; a write cut short, or an edit). {_WAY_OUT}") from None
+    except OSError as error:
+        raise RunFolderError(f"{path} cannot be read: {error.strerror or error}.") from None
+    if not isinstance(data, dict):
+        raise RunFolderError(f"{path} is damaged: it holds a JSON {type(data).__name__}, not the run's settings. "
+                             f"{_WAY_OUT}")
+    kind = data.pop("kind", TRAINER)  # ortnb before kinds wrote none: every such folder is a trainer run
+    if kind not in KINDS:
+        raise RunFolderError(f"{path} is a run of kind {kind!r}, which this ortnb ({_version()}) does not know (it "
+                             f"reads {', '.join(map(repr, KINDS))}): a newer ortnb wrote it; upgrade ortnb to read it.")
+    return kind, data
+
+
+_WAY_OUT = ("The run's settings are lost with it, so the folder cannot be read as a run: its metrics.jsonl and "
+            "checkpoints are still there to copy, and launching the run again starts afresh.")
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def checkpoint_step(path: str | Path, prefix: str) -> int | None:
+    """The step of a checkpoint named ``<prefix>-N`` (a trainer run's checkpoint-N folders, an edge run's
+    checkpoints/step-N files); None for any other name (checkpoint-N.tmp, step-latest, a stray file)."""
+    head, dash, tail = Path(path).name.partition("-")
+    return int(tail) if head == prefix and dash and tail.isdigit() else None

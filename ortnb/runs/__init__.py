@@ -1,0 +1,16 @@
+"""The run-folder protocol: what a run folder holds and how every process writes and reads it.
+
+A run folder is shared by the processes of a run (the supervisor, the ranks, an edge worker) and the kernels that
+watch it (``launch``, ``attach``, the Dashboard, the CLI). This package owns it, for every kind of run:
+
+- ``layout``: the folder's files, config.json (its ``kind`` and settings; one atomic writer, one reader),
+  checkpoints, best/ and model/;
+
+It sits below ``runner/`` (launching and supervising trainer runs), ``edge/`` and ``ui/``, and imports none of them
+nor ``tuning/`` or ``profiling/`` (tests/test_runs_layer.py): a kind of run plugs in through the ``kind`` that
+config.json names. ``ortnb.attach`` (attach_run.py, above the kinds) opens a folder of any kind.
+"""
+
+from .layout import CONFIG, EDGE, KINDS, TRAINER, read_config, write_config
+
+__all__ = ["CONFIG", "EDGE", "KINDS", "TRAINER", "read_config", "write_config"]
