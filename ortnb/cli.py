@@ -325,7 +325,7 @@ def _report(table, configs: list, runs: list[list], options: argparse.Namespace,
     from . import report
     from .comparison import describe_best, describe_quality
 
-    print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(report.text_table(table))
     print(describe_best(table))
     if describe_quality(table):
         print(describe_quality(table))

@@ -171,18 +171,38 @@ def report_row(record: dict) -> dict:
             "held_out": metric_text(known.get("metric"), known.get("best_value"))}
 
 
-def html_table(table) -> Markup:
-    """The comparison in the Dashboard's columns and words: the same headers, the p25–p75 range, the judge's
-    verdict, MFU in percent (never a raw 0.4239 beside a 42.4% headline)."""
+def table_view(table) -> tuple[list[tuple[str, bool]], list[list[str]]]:
+    """The comparison in the Dashboard's columns and words: (title, is a number) per shown column and each run's
+    cells: the same headers, the p25–p75 range, the judge's verdict, MFU in percent (never a raw 0.4239 beside a
+    42.4% headline). A column no run has a value for (best held-out of a speed-only comparison) is left out."""
     from .ui.present import TABLE_COLUMNS, TEXT_COLUMNS, table_cells
 
     rows = [table_cells(report_row(record)) for record in table.to_dict(orient="records")]
-    # a column no run has a value for (best held-out of a speed-only comparison) is left out, not shown empty
     shown = [i for i, (key, _) in enumerate(TABLE_COLUMNS) if key == "label" or any(r[i] != "–" for r in rows)]
-    head = tag("thead", tag("tr", *(tag("th", TABLE_COLUMNS[i][1]) for i in shown)))
-    body = tag("tbody", *(tag("tr", *(tag("td", cells[i], class_=None if TABLE_COLUMNS[i][0] in TEXT_COLUMNS else "number")
-                                      for i in shown)) for cells in rows))
+    columns = [(TABLE_COLUMNS[i][1], TABLE_COLUMNS[i][0] not in TEXT_COLUMNS) for i in shown]
+    return columns, [[cells[i] for i in shown] for cells in rows]
+
+
+def html_table(table) -> Markup:
+    """report.html's table (table_view)."""
+    columns, rows = table_view(table)
+    head = tag("thead", tag("tr", *(tag("th", title) for title, _ in columns)))
+    body = tag("tbody", *(tag("tr", *(tag("td", cell, class_="number" if number else None)
+                                      for cell, (_, number) in zip(cells, columns))) for cells in rows))
     return tag("div", tag("table", head, body), class_="table")
+
+
+def text_table(table) -> str:
+    """The terminal's table (table_view): aligned columns, numbers to the right; `ortnb compare` printed all 23
+    columns of the DataFrame, each run wrapped over several blocks of lines."""
+    columns, rows = table_view(table)
+    widths = [max(len(title), *(len(cells[i]) for cells in rows)) for i, (title, _) in enumerate(columns)]
+
+    def line(cells):
+        return "  ".join(cell.rjust(width) if number else cell.ljust(width)
+                         for cell, width, (_, number) in zip(cells, widths, columns)).rstrip()
+
+    return "\n".join([line([title for title, _ in columns]), *(line(cells) for cells in rows)])
 
 
 MARKDOWN_COLUMNS = [("label", "run"), ("engine", "engine"), ("samples_per_s", "samples/s (median)"),

@@ -127,3 +127,13 @@ def test_cpus_with_one_name_get_distinct_signatures():
     assert zen3.signature == "AMD EPYC (family 25 model 1; avx2)"
     assert zen4.signature == "AMD EPYC (family 25 model 17; avx2 avx512f avx512_vnni avx512_bf16)"
     assert parse_cpuinfo("", fallback="aarch64").signature == "aarch64"
+
+
+def test_the_terminal_table_shows_the_dashboards_columns_aligned():
+    assert report.text_table(TABLE).splitlines() == [
+        "run               engine       samples/s  MFU %  peak memory (MB)  optimizer state (MB)  final loss  "
+        "first step (s)",
+        "PyTorch + AdamW   pytorch             20    5.0               900                    87         0.6  "
+        "           1.2",
+        "ORT + fused Adam  onnxruntime         31    7.8             1,100                    87         0.6  "
+        "           7.4"]
