@@ -283,6 +283,7 @@ def test_dashboard_in_jupyterlab(lab, artifacts):
             assert [t["name"] for t in bars][:2] == ["matrix products", "attention"], bars
             assert bars[0]["x"] == ["eager + AdamW [pytorch]", "ort + AdamW [onnxruntime]"], bars
             assert_fits(page, "1000 px, profile")
+            page.locator(".ortnb-profile").scroll_into_view_if_needed()
             page.screenshot(path=str(shots / "5b-profile.png"))
 
             # Find fastest, once, with a short budget: progress while it measures, the ranked table, the

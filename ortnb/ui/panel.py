@@ -113,7 +113,7 @@ class ConfigPanel:
         if name == "dataset":
             parts.append(self.upload)
         if name in INLINE_HELP:
-            parts.append(SafeHTML(tag("span", INLINE_HELP[name], class_="ortnb-inline-help")))
+            parts.append(SafeHTML(tag("div", INLINE_HELP[name], class_="ortnb-inline-help")))
         line = w.HBox(parts, layout=w.Layout(align_items="center", width="100%"))
         below = [self.notes[name]] if name in self.notes else []
         below.append(self.field_problems[name])

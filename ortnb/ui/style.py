@@ -16,7 +16,7 @@ CSS = f"""
 .ortnb-form .widget-toggle-button {{ width: auto !important; white-space: nowrap; padding: 0 10px; }}
 {_OFF} {{ opacity: 0.45; text-decoration: line-through; }}
 .ortnb-field-label {{ cursor: help; border-bottom: 1px dotted #888888; }}
-.ortnb-inline-help {{ color: #444444; line-height: 1.35; }}
+.ortnb-inline-help {{ display: block; color: #444444; line-height: 1.35; }}  /* its own lines, not the row's 28 px */
 .ortnb-note {{ font-size: 12px; line-height: 1.35; color: #8a5a00; margin: 0 0 4px 124px; white-space: normal; }}
 .ortnb-dashboard .jupyter-button {{ width: auto; }}
 .ortnb-dashboard .widget-html-content {{ white-space: normal; }}
