@@ -5,7 +5,6 @@ model, the training API's eval mode and PyTorch agree."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import time
 
@@ -17,6 +16,7 @@ from ortnb import assets
 from ortnb.edge import batches, loop
 from ortnb.edge.manifest import Manifest
 
+from ._helpers import delete_until_gone
 from .conftest import tiny_bert
 
 pytestmark = pytest.mark.slow
@@ -292,12 +292,3 @@ def test_step_times_in_fresh_processes_name_their_engine(artifacts, model, rows,
     assert table.loc[0, "peak_rss_mb"] < table.loc[1, "peak_rss_mb"]  # no PyTorch in the API's process
 
 
-def delete_until_gone(folder, attempts: int = 50) -> None:
-    """Delete a folder a process may still write into, as a user does: again until it is gone (one rmtree can
-    meet a file the worker wrote meanwhile: "Directory not empty", which failed this test once on CI)."""
-    for _ in range(attempts):
-        shutil.rmtree(folder, ignore_errors=True)
-        if not os.path.exists(folder):
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{folder} could not be deleted in {attempts} tries")
