@@ -93,6 +93,23 @@ def require_deepspeed(feature: str) -> None:
 
 
 @functools.cache
+def choose_deepspeed_cpu_quietly() -> None:
+    """Make DeepSpeed's own choice explicit on a machine with no GPU: onnxruntime-training imports DeepSpeed, which
+    then printed "[WARNING] ... Setting accelerator to CPU. If you have GPU or other accelerator, we were unable to
+    detect it." on stdout of every command and cell that touched ORT (it read as a line printed twice). A user's
+    DS_ACCELERATOR is kept; with CUDA, XPU or MPS present DeepSpeed detects as before."""
+    import os
+
+    import torch
+
+    if "DS_ACCELERATOR" in os.environ or torch.cuda.is_available():
+        return
+    others = (getattr(torch, "xpu", None), getattr(torch.backends, "mps", None))
+    if any(device is not None and device.is_available() for device in others):
+        return
+    os.environ["DS_ACCELERATOR"] = "cpu"
+
+
 def cuda_available() -> bool:
     import torch
 

@@ -300,6 +300,7 @@ def export_onnx(model_or_dir, path, *, task: str | None = None, sample_inputs: d
 
 
 def _export_and_check(model, path, task, sample_inputs, opset, atol, seq_len, batch_size) -> ExportResult:
+    _imports.choose_deepspeed_cpu_quietly()  # the training build of onnxruntime imports DeepSpeed
     import onnxruntime
 
     # feature-extraction of a model with a head exports its encoder (base_model is the model itself otherwise)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from ortnb import cli, info
 from ortnb.validation import engine_precisions
 
@@ -120,3 +122,24 @@ def test_deepspeed_import_is_tried_in_a_child_and_its_last_error_line_kept(monke
     failed = subprocess.CompletedProcess([], 1, "", "Traceback (most recent call last):\n  ...\nImportError: no cuda\n")
     monkeypatch.setattr(_imports.subprocess, "run", lambda *args, **kwargs: failed)
     assert _imports.deepspeed_import() == {"version": "0.19.8", "error": "ImportError: no cuda"}
+
+
+@pytest.mark.ort  # loads ORTModule in a child process
+def test_loading_ortmodule_prints_nothing_of_deepspeeds_on_a_machine_without_a_gpu():
+    """onnxruntime-training imports DeepSpeed, which printed 'Setting accelerator to CPU ...' on stdout of every
+    command and cell that touched ORT; ortnb makes DeepSpeed's own choice explicit instead (a user's
+    DS_ACCELERATOR is kept)."""
+    import os
+    import subprocess
+    import sys
+
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("DeepSpeed detects the GPU here")
+    environment = {k: v for k, v in os.environ.items() if k != "DS_ACCELERATOR"}
+    done = subprocess.run([sys.executable, "-c", "from ortnb.backends import ort_compat; ort_compat.load_ortmodule();"
+                           "import os; print('chosen', os.environ['DS_ACCELERATOR'])"],
+                          capture_output=True, text=True, timeout=300, env=environment)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == ["chosen cpu"], done.stdout

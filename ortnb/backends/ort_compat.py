@@ -24,7 +24,7 @@ import types
 from dataclasses import dataclass
 from typing import Callable
 
-from .._imports import require_ort_training
+from .._imports import choose_deepspeed_cpu_quietly, require_ort_training
 from . import ort_extensions
 
 ORTMODULE = "onnxruntime.training.ortmodule"
@@ -305,6 +305,7 @@ def load_ortmodule(skip: frozenset[str] = frozenset()):
     with _lock:
         if _applied is None:
             require_ort_training("The ORT backend")
+            choose_deepspeed_cpu_quietly()  # onnxruntime-training imports DeepSpeed
             applied = [fix.name for fix in FIXES if fix.before_import and fix.name not in skip and _apply(fix)]
             importlib.import_module(ORTMODULE)  # the import the fixes before it prepare for
             applied += [fix.name for fix in FIXES if not fix.before_import and fix.name not in skip and _apply(fix)]
