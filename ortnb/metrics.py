@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .records import FINAL_EVENTS, STEP_COLUMNS  # noqa: F401 - FINAL_EVENTS: read through metrics too
+from .runs.records import FINAL_EVENTS, STEP_COLUMNS  # noqa: F401 - FINAL_EVENTS: read through metrics too
 from .stats import iqr, median, quartiles
 
 PHASES = ("loading model", "tokenizing", "starting training", "ONNX export", "graph build", "first step")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ortnb import records
+from ortnb.runs import records
 from ortnb.metrics import STEP_COLUMNS
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import records
+from ..runs import records
 from ..memory import peak_rss_mb
 from ..runs.layout import checkpoint_step
 from ..runner import control

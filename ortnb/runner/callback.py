@@ -11,7 +11,8 @@ from pathlib import Path
 import torch
 from transformers import TrainerCallback
 
-from .. import contention, records
+from .. import contention
+from ..runs import records
 from ..memory import peak_rss_mb
 from ..runs import layout
 from .recorder import deleted_error, folder_gone

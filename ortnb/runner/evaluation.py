@@ -16,7 +16,8 @@ from pathlib import Path
 
 from transformers import TrainerCallback
 
-from .. import evaluation, files, records
+from .. import evaluation, files
+from ..runs import records
 from ..runs import layout
 
 

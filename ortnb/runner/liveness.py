@@ -163,7 +163,7 @@ def _command_line(process, tries: int = 5, pause_s: float = 0.05) -> list[str]:
 
 def run_ended(run_dir: str | Path) -> bool:
     """Whether the run's status.json holds its final status."""
-    from ..records import FINAL_EVENTS
+    from ..runs.records import FINAL_EVENTS
     from . import status_file
 
     return (status_file.read(Path(run_dir)) or {}).get("status") in FINAL_EVENTS

@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from .. import records
+from ..runs import records
 
 
 def encode(record: dict) -> str:

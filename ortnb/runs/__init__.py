@@ -5,6 +5,8 @@ watch it (``launch``, ``attach``, the Dashboard, the CLI). This package owns it,
 
 - ``layout``: the folder's files, config.json (its ``kind`` and settings; one atomic writer, one reader),
   checkpoints, best/ and model/;
+- ``records``: the record types of the metrics stream (a step, an event, an evaluation), built in one place
+  for every writer;
 
 It sits below ``runner/`` (launching and supervising trainer runs), ``edge/`` and ``ui/``, and imports none of them
 nor ``tuning/`` or ``profiling/`` (tests/test_runs_layer.py): a kind of run plugs in through the ``kind`` that
