@@ -8,7 +8,7 @@ import math
 import pytest
 
 from ortnb import metrics
-from ortnb.runner.stream import MetricsWriter, append_event
+from ortnb.runs.stream_write import MetricsWriter, append_event
 
 
 def step(n: int, loss: float = 0.5) -> dict:

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from transformers import TrainerCallback
 
-from .stream import MetricsWriter, encode
+from ..runs.stream_write import MetricsWriter, encode
 
 
 class InjectedFault(RuntimeError):

@@ -17,7 +17,7 @@ from ..config import RunConfig
 from ..validation import check
 from ..runs import layout
 from . import control, liveness, stall, status_file
-from .stream import append_event
+from ..runs.stream_write import append_event
 
 
 FORCE_GRACE_S = 10.0  # after SIGTERM, how long the ranks get before SIGKILL

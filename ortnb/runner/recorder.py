@@ -22,7 +22,7 @@ from typing import Callable
 from ..runs import layout
 from . import liveness, status_file
 from .full_disk import describe_error
-from .stream import MetricsWriter
+from ..runs.stream_write import MetricsWriter
 
 
 class RunFolderDeleted(RuntimeError):

@@ -21,7 +21,7 @@ from ..config import RunConfig
 from ..metrics import final_event, steps
 from ..runs import layout
 from . import control, liveness, status_file, torchrun
-from .stream import append_event
+from ..runs.stream_write import append_event
 
 GRACE_S = 30.0  # a supervisor told to end lets the ranks finish their step and checkpoint, as stop() does
 ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
@@ -56,7 +56,7 @@ def record_peak(cfg: RunConfig, run_dir: Path) -> None:
 
 
 def read_records(run_dir: Path) -> list[dict]:
-    from ..metrics import MetricsReader
+    from ..runs.stream_read import MetricsReader
 
     reader = MetricsReader(run_dir / layout.METRICS)
     reader.poll()

@@ -18,7 +18,7 @@ from ..runs import layout
 from . import orphan
 from .evaluation import ClassificationMetrics, EvalCallback
 from .recorder import Recorder
-from .stream import MetricsWriter
+from ..runs.stream_write import MetricsWriter
 
 DEEPSPEED_CONFIG = {"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
                     "gradient_clipping": "auto", "zero_allow_untested_optimizer": True}

@@ -7,6 +7,8 @@ watch it (``launch``, ``attach``, the Dashboard, the CLI). This package owns it,
   checkpoints, best/ and model/;
 - ``records``: the record types of the metrics stream (a step, an event, an evaluation), built in one place
   for every writer;
+- ``stream_write`` and ``stream_read``: metrics.jsonl, the write side (one writer per folder, a line per
+  record) and the read side (incremental, tolerant of a line cut short);
 
 It sits below ``runner/`` (launching and supervising trainer runs), ``edge/`` and ``ui/``, and imports none of them
 nor ``tuning/`` or ``profiling/`` (tests/test_runs_layer.py): a kind of run plugs in through the ``kind`` that
