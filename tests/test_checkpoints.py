@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 import ortnb
-from ortnb.runner import full_disk, layout
+from ortnb.runs import layout
+from ortnb.runner import full_disk
 
 from .test_runner import assert_no_workers_within, tiny
 

@@ -197,7 +197,7 @@ def test_a_signal_to_ortnb_edge_train_stops_with_a_checkpoint_and_leaves_no_proc
     import sys
 
     import ortnb
-    from ortnb.runner import layout
+    from ortnb.runs import layout
 
     from .test_signals import assert_none_left, signal_when, steps_in
 

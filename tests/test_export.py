@@ -13,7 +13,7 @@ transformers = pytest.importorskip("transformers")
 from ortnb import export as export_mod  # noqa: E402
 from ortnb.errors import ConfigError, ExportParityError, MissingDependencyError, OrtnbWarning  # noqa: E402
 from ortnb.export import ExportResult, export_onnx  # noqa: E402
-from ortnb.runner import layout  # noqa: E402
+from ortnb.runs import layout  # noqa: E402
 
 TINY = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128, vocab_size=1000)
 

@@ -16,7 +16,8 @@ import psutil
 import pytest
 
 import ortnb
-from ortnb.runner import control, layout, liveness, status_file, supervise
+from ortnb.runs import control, layout, liveness, status_file
+from ortnb.runner import supervise
 from ortnb.runner.launch import wait_for
 
 from ._helpers import delete_until_gone

@@ -13,7 +13,7 @@ import pytest
 
 import ortnb
 from ortnb import metrics
-from ortnb.runner import layout
+from ortnb.runs import layout
 from ortnb.runner.launch import wait_for
 
 pytestmark = pytest.mark.slow
@@ -224,7 +224,7 @@ def test_a_stop_asked_for_during_an_evaluation_ends_the_run_after_it_not_a_step_
     # on a busy machine one more step after the evaluation outlasted stop()'s grace: every such stop was forced
     from transformers import TrainerControl
 
-    from ortnb.runner import control as run_control
+    from ortnb.runs import control as run_control
     from ortnb.runner.callback import RunCallback
 
     callback = RunCallback(tmp_path, None, samples_per_step=8, token_flops=None, peak_flops=None)

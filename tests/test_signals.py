@@ -19,7 +19,7 @@ import pytest
 
 import ortnb
 from ortnb import interrupts
-from ortnb.runner import layout
+from ortnb.runs import layout
 from ortnb.runner.launch import wait_for
 
 from .test_runner import tiny

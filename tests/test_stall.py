@@ -10,7 +10,7 @@ import signal
 import pytest
 
 import ortnb
-from ortnb.runner import layout, stall
+from ortnb.runs import layout, stall
 from ortnb.runner.launch import wait_for
 
 
@@ -150,7 +150,7 @@ def test_under_a_cpu_hog_a_computing_worker_is_slow_and_a_stopped_or_sleeping_on
     import sys
     import time
 
-    from ortnb.runner import liveness
+    from ortnb.runs import liveness
 
     from .test_runner import tiny
 

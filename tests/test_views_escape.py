@@ -14,7 +14,7 @@ import pytest
 
 import ortnb
 from ortnb.markup import Markup, escape, join, tag
-from ortnb.runner import layout
+from ortnb.runs import layout
 
 from .test_report import TABLE
 from .test_run_faults import event, step

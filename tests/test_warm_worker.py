@@ -14,7 +14,7 @@ import pytest
 
 import ortnb
 from ortnb.errors import ConfigError
-from ortnb.runner import layout, liveness, status_file
+from ortnb.runs import layout, liveness, status_file
 from ortnb.runner.launch import wait_for
 from ortnb.runner.warm import WarmWorker
 

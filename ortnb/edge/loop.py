@@ -16,7 +16,7 @@ import numpy as np
 from ..runs import records
 from ..memory import peak_rss_mb
 from ..runs.layout import checkpoint_step
-from ..runner import control
+from ..runs import control
 from . import batches, manifest, resume
 from .config import EdgeConfig
 from .manifest import Manifest

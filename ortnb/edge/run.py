@@ -13,8 +13,7 @@ from pathlib import Path
 
 from .. import files
 from ..errors import ConfigError
-from ..runner import liveness
-from ..runs import layout
+from ..runs import layout, liveness
 from ..runs.layout import checkpoint_step
 from ..runner.launch import Run
 from . import batches, loop, manifest, resume

@@ -15,7 +15,7 @@ from .notorch import hide_torch
 
 def main(argv: list[str] | None = None) -> int:
     hide_torch()  # first: nothing below may reach for PyTorch
-    from ..runner import control
+    from ..runs import control
     from ..runs.layout import CONFIG
     from ..runner.recorder import Recorder
     from . import loop

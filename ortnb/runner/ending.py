@@ -43,7 +43,7 @@ def kill_leftovers(run) -> None:
     """The last resort when a run's processes outlive its end: SIGKILL every one recorded in its folder."""
     if not run.alive:
         return
-    from . import control, liveness
+    from ..runs import control, liveness
 
     for entry in liveness.read_processes(run.run_dir).values():
         control.kill_tree(entry)

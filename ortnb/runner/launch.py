@@ -15,8 +15,7 @@ from typing import Callable
 from .. import files, metrics
 from ..config import RunConfig
 from ..validation import check
-from ..runs import layout
-from . import control, liveness, stall, status_file
+from ..runs import control, layout, liveness, stall, status_file
 from ..runs.stream_write import append_event
 
 

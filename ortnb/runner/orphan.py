@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import liveness
+from ..runs import liveness
 
 ORPHAN_GRACE_S = 600.0  # far more than a step and its checkpoint take; a rank alive after that is hung
 

@@ -19,8 +19,7 @@ import traceback
 from pathlib import Path
 from typing import Callable
 
-from ..runs import layout
-from . import liveness, status_file
+from ..runs import layout, liveness, status_file
 from .full_disk import describe_error
 from ..runs.stream_write import MetricsWriter
 

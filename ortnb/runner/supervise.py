@@ -19,8 +19,8 @@ from pathlib import Path
 from .. import files
 from ..config import RunConfig
 from ..metrics import final_event, steps
-from ..runs import layout
-from . import control, liveness, status_file, torchrun
+from ..runs import control, layout, liveness, status_file
+from . import torchrun
 from ..runs.stream_write import append_event
 
 GRACE_S = 30.0  # a supervisor told to end lets the ranks finish their step and checkpoint, as stop() does

@@ -40,8 +40,8 @@ from pathlib import Path
 from .. import files
 from ..config import RunConfig
 from ..errors import ConfigError
-from ..runs import layout
-from . import liveness, status_file, torchrun
+from ..runs import layout, liveness, status_file
+from . import torchrun
 
 ROLES = ("supervisor", "ranks", "writer")
 POLL_S = 0.1  # how often an idle worker looks for its next job
@@ -166,7 +166,7 @@ def _end(process: subprocess.Popen, timeout: float) -> None:
     try:
         process.wait(timeout)
     except subprocess.TimeoutExpired:
-        from . import control
+        from ..runs import control
 
         control.signal_group(process.pid, 9)  # torchrun's ranks with it
         process.wait()

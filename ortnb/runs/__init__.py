@@ -9,6 +9,10 @@ watch it (``launch``, ``attach``, the Dashboard, the CLI). This package owns it,
   for every writer;
 - ``stream_write`` and ``stream_read``: metrics.jsonl, the write side (one writer per folder, a line per
   record) and the read side (incremental, tolerant of a line cut short);
+- ``status_file``: status.json, the final status, with room reserved so a full disk cannot take it;
+- ``liveness``: which processes run a run (pid files, heartbeat) and whether any still does;
+- ``stall``: when a run whose steps stopped advancing reads "stalled";
+- ``control``: stopping a run (the STOP request the ranks read; the forced end when they do not answer);
 
 It sits below ``runner/`` (launching and supervising trainer runs), ``edge/`` and ``ui/``, and imports none of them
 nor ``tuning/`` or ``profiling/`` (tests/test_runs_layer.py): a kind of run plugs in through the ``kind`` that
