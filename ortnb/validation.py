@@ -24,7 +24,7 @@ BACKENDS = ("eager", "ort", "compile")
 OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adamw_ort_fused")
 ZERO_STAGES = (0, 1, 2)
 DATA_SUFFIXES = (".csv", ".json", ".jsonl", ".txt")
-# A run folder is "<YYYYmmdd-HHMMSS>-<slug of the label>[-N]" (runner/layout.new_run_dir) and one file name
+# A run folder is "<YYYYmmdd-HHMMSS>-<slug of the label>[-N]" (runs/layout.new_run_dir) and one file name
 # holds at most 255 bytes on Linux, macOS and Windows file systems: 16 bytes of time, up to 4 of suffix.
 NAME_LIMIT = 255 - len("20260101-120000-") - len("-999")
 ZERO3 = ("zero_stage=3 is not available in ortnb runs: ONNX Runtime cannot trace ZeRO-3's partitioned parameters, "
@@ -482,7 +482,7 @@ def _check_name(cfg, caps, problems):
     if not isinstance(name, str):
         problems.append(Problem("name", f"must be text or None, got {type(name).__name__} {name!r}."))
         return
-    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")  # as runner/layout.new_run_dir names the folder
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")  # as runs/layout.new_run_dir names the folder
     if len(slug) > NAME_LIMIT:
         problems.append(Problem("name", f"is {len(slug)} characters as a folder name; the run folder is "
                                         f"'<time>-<name>' and a file name holds at most 255 bytes, so use a name of "

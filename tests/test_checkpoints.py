@@ -1,5 +1,5 @@
 """A checkpoint counts only when its whole save is on the disk (runner/layout.py), and a full disk during a
-save is named as a full disk (runner/full_disk.py), with the real errors the libraries raise."""
+save is named as a full disk (runs/full_disk.py), with the real errors the libraries raise."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 import ortnb
-from ortnb.runs import layout
-from ortnb.runner import full_disk
+from ortnb.runs import full_disk, layout
 
 from .test_runner import assert_no_workers_within, tiny
 

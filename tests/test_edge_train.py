@@ -260,7 +260,7 @@ def test_a_killed_run_reads_failed_and_keeps_its_last_whole_checkpoint(artifacts
 
 
 def test_deleting_an_edge_run_folder_mid_run_stops_it_and_it_stays_deleted(artifacts, rows, tmp_path):
-    """The same protocol as a trainer run (runner/recorder.py): the worker sees the folder gone after a step,
+    """The same protocol as a trainer run (runs/recorder.py): the worker sees the folder gone after a step,
     writes nothing more (no checkpoint, no inference model bringing the folder back) and ends."""
     from ortnb.edge import train
 

@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     hide_torch()  # first: nothing below may reach for PyTorch
     from ..runs import control
     from ..runs.layout import CONFIG
-    from ..runner.recorder import Recorder
+    from ..runs.recorder import Recorder
     from . import loop
     from .config import EdgeConfig
     from .notorch import import_training_api

@@ -1,4 +1,6 @@
-"""Trainer runs in worker processes: launch, watch, stop. ``ortnb.attach`` (runs.py) opens any run folder."""
+"""Trainer runs in worker processes: launching and supervising them. The run folder they write and every reader
+of it (layout, stream, status, liveness, stop) is ``ortnb.runs``, below this package; ``ortnb.attach``
+(attach_run.py) opens a run folder of any kind."""
 
 from .launch import Run, launch
 

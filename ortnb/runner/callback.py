@@ -15,7 +15,7 @@ from .. import contention
 from ..runs import records
 from ..memory import peak_rss_mb
 from ..runs import layout
-from .recorder import deleted_error, folder_gone
+from ..runs.recorder import deleted_error, folder_gone
 
 
 def optimizer_state_bytes(optimizer) -> int:

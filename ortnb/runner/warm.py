@@ -231,7 +231,7 @@ def serve(runs_dir: Path, queue: Path) -> int:
 def train_one(run_dir: Path, rank: int, world: int, parent: Parent, number: int) -> str:
     """One run, trained in this process as supervise.py and worker.py would train it; returns how it ended."""
     from . import worker
-    from .recorder import Recorder
+    from ..runs.recorder import Recorder
     from .supervise import finish, record_peak
 
     writes = int(os.environ.get("LOCAL_RANK", "0")) == 0

@@ -17,7 +17,7 @@ from ..errors import ConfigError
 from ..runs import layout
 from . import orphan
 from .evaluation import ClassificationMetrics, EvalCallback
-from .recorder import Recorder
+from ..runs.recorder import Recorder
 from ..runs.stream_write import MetricsWriter
 
 DEEPSPEED_CONFIG = {"train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",

@@ -13,6 +13,8 @@ watch it (``launch``, ``attach``, the Dashboard, the CLI). This package owns it,
 - ``liveness``: which processes run a run (pid files, heartbeat) and whether any still does;
 - ``stall``: when a run whose steps stopped advancing reads "stalled";
 - ``control``: stopping a run (the STOP request the ranks read; the forced end when they do not answer);
+- ``recorder``: the writing process's side (pid file, heartbeat, stream, its failure put where readers look),
+  with ``full_disk`` naming a full disk as one;
 
 It sits below ``runner/`` (launching and supervising trainer runs), ``edge/`` and ``ui/``, and imports none of them
 nor ``tuning/`` or ``profiling/`` (tests/test_runs_layer.py): a kind of run plugs in through the ``kind`` that
