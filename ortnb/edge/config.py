@@ -116,8 +116,8 @@ class EdgeConfig:
     @classmethod
     def from_json(cls, path: Path) -> "EdgeConfig":
         """The config.json of an edge run folder (or its file), read as ortnb.attach reads it."""
-        from ..runs.layout import read_config
+        from ..runs.layout import CONFIG, read_config
 
         path = Path(path)
-        _kind, data = read_config(path.parent if path.name == "config.json" else path)
+        _kind, data = read_config(path.parent if path.name == CONFIG else path)
         return cls.from_dict(data)
