@@ -26,7 +26,7 @@ def attach(run_dir: str | Path):
 
             return EdgeRun(EdgeConfig.from_dict(data), run_dir, None)
         from .config import RunConfig
-        from .runner.launch import Run
+        from .runs.run import Run
 
         return Run(RunConfig.from_dict(data), run_dir, None)
     except ConfigError as error:  # fields this ortnb does not know: a newer one wrote them

@@ -15,7 +15,7 @@ from typing import Callable
 from . import judge, runner, stats
 from .config import RunConfig, fields
 from .errors import ConfigError
-from .runner import Run
+from .runs.run import Run
 from .runner.ending import ended_after
 from .validation import validate
 

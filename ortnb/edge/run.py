@@ -15,7 +15,7 @@ from .. import files
 from ..errors import ConfigError
 from ..runs import layout, liveness
 from ..runs.layout import checkpoint_step
-from ..runner.launch import Run
+from ..runs.run import Run
 from . import batches, loop, manifest, resume
 from .config import EdgeConfig
 

@@ -2,6 +2,7 @@
 of it (layout, stream, status, liveness, stop) is ``ortnb.runs``, below this package; ``ortnb.attach``
 (attach_run.py) opens a run folder of any kind."""
 
-from .launch import Run, launch
+from ..runs.run import Run
+from .launch import launch
 
 __all__ = ["Run", "launch"]

@@ -86,7 +86,7 @@ class WarmWorker:
 
     def launch(self, cfg: RunConfig):
         from ..validation import check
-        from .launch import Run
+        from ..runs.run import Run
 
         why_not = self.serves(cfg)
         if why_not:

@@ -15,6 +15,7 @@ watch it (``launch``, ``attach``, the Dashboard, the CLI). This package owns it,
 - ``control``: stopping a run (the STOP request the ranks read; the forced end when they do not answer);
 - ``recorder``: the writing process's side (pid file, heartbeat, stream, its failure put where readers look),
   with ``full_disk`` naming a full disk as one;
+- ``run``: ``Run``, a run as its folder shows it (status, metrics, stall, the weights it keeps, stop, wait).
 
 It sits below ``runner/`` (launching and supervising trainer runs), ``edge/`` and ``ui/``, and imports none of them
 nor ``tuning/`` or ``profiling/`` (tests/test_runs_layer.py): a kind of run plugs in through the ``kind`` that
