@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .markup import br, escape, join, tag
+from .views.markup import br, escape, join, tag
 from .metrics import evaluations
 
 # Readable on white and told apart by colour-blind readers (Okabe-Ito without its yellow).

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from .hardware import Capabilities, capabilities, cpu_info
 from .config import RunConfig
-from .markup import Markup, join, tag
+from .views.comparison_table import html_table, record_row, table_view, text_table  # noqa: F401
+from .views.markup import Markup, join, tag
 from .validation import run_task
 
 METHOD = (
@@ -162,47 +163,8 @@ def _fact(value) -> str:
     return "yes" if value is True else "no" if value is False else str(value)
 
 
-def report_row(record: dict) -> dict:
-    """A comparison table row as the Dashboard's comparison rows name their fields (present.table_cells)."""
-    from .ui.present import metric_text
-
-    known = {k: (v if not (isinstance(v, float) and v != v) else None) for k, v in record.items()}
-    return {**known, "text": known.get("verdict") or "–",
-            "held_out": metric_text(known.get("metric"), known.get("best_value"))}
-
-
-def table_view(table) -> tuple[list[tuple[str, bool]], list[list[str]]]:
-    """The comparison in the Dashboard's columns and words: (title, is a number) per shown column and each run's
-    cells: the same headers, the p25–p75 range, the judge's verdict, MFU in percent (never a raw 0.4239 beside a
-    42.4% headline). A column no run has a value for (best held-out of a speed-only comparison) is left out."""
-    from .ui.present import TABLE_COLUMNS, TEXT_COLUMNS, table_cells
-
-    rows = [table_cells(report_row(record)) for record in table.to_dict(orient="records")]
-    shown = [i for i, (key, _) in enumerate(TABLE_COLUMNS) if key == "label" or any(r[i] != "–" for r in rows)]
-    columns = [(TABLE_COLUMNS[i][1], TABLE_COLUMNS[i][0] not in TEXT_COLUMNS) for i in shown]
-    return columns, [[cells[i] for i in shown] for cells in rows]
-
-
-def html_table(table) -> Markup:
-    """report.html's table (table_view)."""
-    columns, rows = table_view(table)
-    head = tag("thead", tag("tr", *(tag("th", title) for title, _ in columns)))
-    body = tag("tbody", *(tag("tr", *(tag("td", cell, class_="number" if number else None)
-                                      for cell, (_, number) in zip(cells, columns))) for cells in rows))
-    return tag("div", tag("table", head, body), class_="table")
-
-
-def text_table(table) -> str:
-    """The terminal's table (table_view): aligned columns, numbers to the right; `ortnb compare` printed all 23
-    columns of the DataFrame, each run wrapped over several blocks of lines."""
-    columns, rows = table_view(table)
-    widths = [max(len(title), *(len(cells[i]) for cells in rows)) for i, (title, _) in enumerate(columns)]
-
-    def line(cells):
-        return "  ".join(cell.rjust(width) if number else cell.ljust(width)
-                         for cell, width, (_, number) in zip(cells, widths, columns)).rstrip()
-
-    return "\n".join([line([title for title, _ in columns]), *(line(cells) for cells in rows)])
+# The table every surface shows (kept here by name: report.report_row, html_table and text_table are imported).
+report_row = record_row
 
 
 MARKDOWN_COLUMNS = [("label", "run"), ("engine", "engine"), ("samples_per_s", "samples/s (median)"),

@@ -16,34 +16,10 @@ from ortnb.config import RunConfig
 from ortnb.edge.config import EdgeConfig
 from ortnb.runs import layout
 
+from ._helpers import imported, module_name
+
 ROOT = Path(__file__).resolve().parents[1] / "ortnb"
 ABOVE = ("ortnb.runner", "ortnb.edge", "ortnb.ui", "ortnb.tuning", "ortnb.profiling")
-
-
-def module_name(path: Path) -> str:
-    return ".".join(path.relative_to(ROOT.parent).with_suffix("").parts).removesuffix(".__init__")
-
-
-def imported(path: Path) -> list[tuple[int, str]]:
-    """(line, module) for every import in ``path``: at module level or inside a function, relative ones resolved,
-    and importlib.import_module("...") with a literal name."""
-    name = module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")[:len(package.split(".")) - node.level + 1]
-                base = ".".join(parts + ([node.module] if node.module else []))
-            found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
-        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
-              and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
-              and isinstance(node.args[0].value, str)):
-            found.append((node.lineno, node.args[0].value))
-    return found
 
 
 def test_the_resolver_sees_every_kind_of_import(monkeypatch):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ortnb.wording import speed_sentence, speed_words
+from ortnb.wording import speed_sentence
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

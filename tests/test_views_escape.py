@@ -13,7 +13,7 @@ from html.parser import HTMLParser
 import pytest
 
 import ortnb
-from ortnb.markup import Markup, escape, join, tag
+from ortnb.views.markup import Markup, escape, join, tag
 from ortnb.runs import layout
 
 from .test_report import TABLE
@@ -209,7 +209,7 @@ def test_text_reaches_html_only_through_markup():
     from pathlib import Path
 
     root = Path(ortnb.__file__).parent
-    own = {root / "markup.py", root / "ui" / "safe_html.py"}
+    own = {root / "views" / "markup.py", root / "ui" / "safe_html.py"}
     pattern = re.compile(r"html\.escape\(|import html\b|\bw\.HTML\(|widgets\.HTML\(|\.innerHTML\b")
     found = [f"{path.relative_to(root)}:{number}: {line.strip()}"
              for path in sorted(root.rglob("*.py")) if path not in own

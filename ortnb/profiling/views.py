@@ -4,7 +4,7 @@ shapes, and the same in plain text for a terminal. The numbers come from pure fu
 
 from __future__ import annotations
 
-from ..markup import Markup, escape, join, tag
+from ..views.markup import Markup, escape, join, tag
 
 from .. import judge, stats
 from .categories import CATEGORIES

@@ -18,7 +18,7 @@ from ..comparison import workload_problems
 from ..config import RunConfig
 from ..display import Throttle, warn_text_mode, widget_frontend
 from ..errors import ConfigError
-from ..markup import tag
+from ..views.markup import tag
 from ..runner import Run, launch, layout
 from ..validation import validate
 from . import form, present

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ..config import DEFAULT_STEPS, RunConfig
 from ..data import padding_plan
 from ..evaluation import METRIC_NAMES, default_metric, metrics_for
-from ..markup import Markup, join, tag
+from ..views.markup import Markup, join, tag
 from ..validation import CHOICE_FIELDS, Problem, run_task
 
 # The form's rows, in order; "more settings" folds the rest of RunConfig away.

@@ -17,7 +17,7 @@ from typing import Callable
 from .. import assets
 from ..config import RunConfig
 from ..hardware import capabilities
-from ..markup import Markup, tag
+from ..views.markup import Markup, tag
 from ..validation import choices, notes, run_task, validate
 from . import form, upload
 from .safe_html import SafeHTML

@@ -11,31 +11,15 @@ from dataclasses import dataclass
 
 from .. import judge, metrics
 from ..evaluation import METRIC_NAMES
-from ..markup import Markup, join, tag
+from ..views import comparison_table
+from ..views.markup import Markup, join, tag
+from ..views.numbers import format_duration, metric_text
+from ..views.numbers import number as _number
 from .form import humanize
 from .state import DashboardState, RunEntry
 
 LEVEL_COLOURS = {"info": "#1a1a1a", "warning": "#8a5a00", "error": "#b00020"}
 STATUS_COLOURS = {"failed": "#b00020", "stopped": "#8a5a00", "stalled": "#8a5a00", "completed": "#00703c"}
-
-
-def format_duration(seconds: float | None) -> str:
-    """0:07, 1:02, 1:02:03 (what a progress bar shows)."""
-    if seconds is None or not math.isfinite(seconds):
-        return "?"
-    seconds = int(round(max(0.0, seconds)))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-
-
-def _number(value, digits: int = 3) -> str:
-    """Plain numbers for people: 1,560 not 1.56e+03, and an en dash where there is no value."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "–"
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    return f"{value:.{digits}g}" if abs(value) >= 1 else f"{value:.{digits}f}".rstrip("0").rstrip(".")
 
 
 # -- progress ---------------------------------------------------------------------------------
@@ -203,13 +187,6 @@ def first_step_text(phases: dict | None, first_step_s: float | None) -> str:
     return f"{first_step_s:.1f} s{detail}"
 
 
-def metric_text(metric: str | None, value) -> str:
-    """'accuracy 0.812', 'eval loss 2.31', 'perplexity 10.1'."""
-    if metric is None or not isinstance(value, (int, float)):
-        return "–"
-    return f"{METRIC_NAMES.get(metric, metric)} {_number(value)}"
-
-
 def quality_items(s: dict) -> list[tuple[str, str]]:
     """The card's evaluation items: the best held-out value with its step and time and that evaluation's loss
     (the weights Try it and export use), the last evaluation where it differs, the target, early stop."""
@@ -305,30 +282,7 @@ def comparison_rows(state: DashboardState) -> list[dict]:
     return rows
 
 
-TABLE_COLUMNS = [("label", "run"), ("engine", "engine"), ("samples_per_s", "samples/s"), ("spread", "p25–p75"),
-                 ("speedup", "speed-up"), ("held_out", "best held-out"), ("real_tokens_per_s", "real tokens/s"),
-                 ("mfu", "MFU %"), ("peak_rss_mb", "peak memory (MB)"), ("optimizer_state_mb", "optimizer state (MB)"),
-                 ("final_loss", "final loss"), ("first_step_s", "first step (s)")]
-TEXT_COLUMNS = ("label", "engine", "speedup", "held_out")
-
-
-def table_cells(row: dict) -> list[str]:
-    """The row's cells as text, in TABLE_COLUMNS order."""
-    cells = []
-    for key, _ in TABLE_COLUMNS:
-        value = row.get(key)
-        if key in ("label", "engine", "held_out"):
-            cells.append(str(value))
-        elif key == "speedup":
-            cells.append(row["text"])  # the judge's verdict
-        elif key == "spread":
-            known = row.get("p25") is not None and row.get("p75") is not None
-            cells.append(f"{_number(row['p25'])}–{_number(row['p75'])}" if known else "–")
-        elif key == "mfu":
-            cells.append(f"{value * 100:.1f}" if value is not None else "–")
-        else:
-            cells.append(_number(value))
-    return cells
+TABLE_COLUMNS, TEXT_COLUMNS, table_cells = comparison_table.COLUMNS, comparison_table.TEXT_COLUMNS, comparison_table.cells
 
 
 # -- Find fastest -----------------------------------------------------------------------------

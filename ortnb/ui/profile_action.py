@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 
 from ..config import RunConfig
-from ..markup import tag
+from ..views.markup import tag
 from ..validation import validate
 from .safe_html import SafeHTML
 

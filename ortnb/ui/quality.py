@@ -5,7 +5,7 @@ evaluation got most confidently wrong, a causal LM's continuation (the confusion
 from __future__ import annotations
 
 from .. import metrics
-from ..markup import Markup, tag
+from ..views.markup import Markup, tag
 
 
 def last_evaluation(records: list[dict]) -> dict | None:

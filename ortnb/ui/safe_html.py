@@ -1,4 +1,4 @@
-"""The Dashboard's only HTML widget: it shows Markup (ortnb/markup.py) and refuses a plain string.
+"""The Dashboard's only HTML widget: it shows Markup (ortnb/views/markup.py) and refuses a plain string.
 
 A plain string in an ipywidgets HTML widget is live HTML in the user's Jupyter page, with their token and kernel
 within reach. Every view builds its HTML with markup.tag/escape; this widget makes forgetting that an error on the
@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipywidgets as w
 import traitlets
 
-from ..markup import Markup
+from ..views.markup import Markup
 
 
 class SafeHTML(w.HTML):
@@ -17,6 +17,6 @@ class SafeHTML(w.HTML):
     def _markup_only(self, proposal):
         value = proposal["value"]
         if value and not isinstance(value, Markup):
-            raise TypeError("an HTML widget was given a plain string: build it with ortnb.markup.tag or escape, "
+            raise TypeError("an HTML widget was given a plain string: build it with ortnb.views.markup.tag or escape, "
                             f"so text from a run folder cannot become markup (got {value[:60]!r})")
         return value

@@ -67,7 +67,7 @@ CSS = f"""
 def stylesheet_widget():
     import ipywidgets as w
 
-    from ..markup import Markup, tag
+    from ..views.markup import Markup, tag
     from .safe_html import SafeHTML
 
     return SafeHTML(tag("style", Markup(CSS)),  # CSS is this module's constant: no run's text is in it

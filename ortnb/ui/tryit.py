@@ -8,7 +8,7 @@ comes from ``quality``'s pure functions.
 from __future__ import annotations
 
 from .. import charts
-from ..markup import tag
+from ..views.markup import tag
 from ..validation import run_task
 from . import quality
 from .figure_view import FigureView
