@@ -14,8 +14,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import assets, data_checks, data_columns, model_checks
-from .data_columns import Columns
+from . import assets, model_checks
+from .data import checks as data_checks
+from .data import columns as data_columns
+from .data.columns import Columns
 from .hardware import Capabilities, capabilities
 from .config import Precision, RunConfig, Task
 from .errors import ConfigError

@@ -1,4 +1,4 @@
-"""The tokenized-data cache (token_cache.py): a second prepare of the same data reads what the first stored and
+"""The tokenized-data cache (data/token_cache.py): a second prepare of the same data reads what the first stored and
 tokenizes nothing; another file content, tokenizer or setting is another entry; a damaged entry is said once
 and tokenized again; a run records whether its data came from the cache."""
 
@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from ortnb import assets, data, token_cache
+from ortnb import assets, data
+from ortnb.data import preparation, token_cache
 
 CSV = "text,label\n" + "".join(f"\"snippet number {i} is {'good' if i % 2 else 'bad'}\",{i % 2}\n" for i in range(40))
 
@@ -30,7 +31,7 @@ def counted(monkeypatch):
         calls.append(args[0])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(data, "prepare", counting)
+    monkeypatch.setattr(preparation, "prepare", counting)  # what the cache calls when it tokenizes
     return calls
 
 

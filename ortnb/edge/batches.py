@@ -2,7 +2,7 @@
 served in batches padded to their longest row. Each step's batch follows from (seed, step) alone, so a
 resumed run sees the data it would have seen without the break.
 
-Columns are read as runs read them (``data_columns``): the text in ``text`` (or token ids in ``input_ids``) and
+Columns are read as runs read them (``data.columns``): the text in ``text`` (or token ids in ``input_ids``) and
 the class in ``label``, or the columns a ``Columns`` mapping names; a file that trains one way trains the other."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import data_checks, datafiles
-from ..data_columns import DEFAULT, LABEL, TEXT, Columns, missing_column
+from ..data import checks, readers
+from ..data.columns import DEFAULT, LABEL, TEXT, Columns, missing_column
 from ..errors import ConfigError
 from .manifest import Manifest
 
@@ -51,8 +51,8 @@ def read_named(dataset, what: str = "dataset",
     if isinstance(dataset, (str, Path)):
         path = Path(dataset).expanduser()
         try:
-            found = datafiles.read_records(path, columns)
-        except ConfigError as error:  # datafiles says "dataset:"; an eval file's problem names eval_dataset
+            found = readers.read_records(path, columns)
+        except ConfigError as error:  # readers says "dataset:"; an eval file's problem names eval_dataset
             raise ConfigError([what + p[len("dataset"):] if p.startswith("dataset:") else p
                                for p in error.problems]) from None
         name = f"{what}: {path.name}"
@@ -74,7 +74,7 @@ def _renamed(rows: list[dict], columns: Columns, what: str) -> list[dict]:
 def _read_file(path: Path) -> list[dict]:
     # The reader runs and validate() use (utf-8-sig: an Excel CSV's byte-order mark is dropped; CSV values
     # typed as pandas would type them), so a file passes or fails the same way everywhere.
-    return datafiles.read_rows(path)
+    return readers.read_rows(path)
 
 
 @dataclass
@@ -100,15 +100,15 @@ def encode(rows: list[dict], info: Manifest, tokenizer_path: Path | None, what: 
     missing = [column for column in (TEXT, LABEL) if column not in found
                and not (column == TEXT and "input_ids" in found)]
     if missing:
-        # the message runs get for the same file (data_columns), naming what the graph takes instead of text
+        # the message runs get for the same file (data.columns), naming what the graph takes instead of text
         raise ConfigError([missing_column(what, column, found, None, mappable=False)
                            + (" Or give input_ids instead of text." if column == TEXT else "") for column in missing])
     label = LABEL
     labels = _labels([row.get(label) for row in rows], info, what, where, label)
     if text is not None:
-        # The text checks runs get (data_checks): a missing, null, number or list text, or all texts empty,
+        # The text checks runs get (data.checks): a missing, null, number or list text, or all texts empty,
         # is refused by name, never trained on as str(None) or "".
-        problems = data_checks.text_problems(what, [(at, row.get(text)) for at, row in zip(where, rows)], text)
+        problems = checks.text_problems(what, [(at, row.get(text)) for at, row in zip(where, rows)], text)
         if problems:
             raise ConfigError(problems)
         ids = _tokenize([row[text] for row in rows], info, tokenizer_path, what)
@@ -145,7 +145,7 @@ def _labels(values: list, info: Manifest, what: str, where: list[str], column: s
     for at, value in zip(where, values):
         if value is None or isinstance(value, (bool, float)):
             # A missing, boolean or fractional label: the words validate() gives runs for the same row
-            raise ConfigError(data_checks._label_value_problem(what, value, at, column))
+            raise ConfigError(checks._label_value_problem(what, value, at, column))
         if isinstance(value, str) and value in names:
             value = names[value]
         elif isinstance(value, str) and value.strip().lstrip("-").isdigit():

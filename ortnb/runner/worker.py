@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .. import evaluation, files
 from ..config import DEFAULT_STEPS, RunConfig
-from ..data_columns import Columns
+from ..data.columns import Columns
 from ..errors import ConfigError
 from ..runs import layout
 from . import orphan
@@ -73,7 +73,8 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
 
 
 def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, supervisor, phase) -> str:
-    from .. import assets, data, flops, token_cache
+    from .. import assets, data, flops
+    from ..data import token_cache
     from ..training import ORTTrainer
     from .callback import RunCallback
 

@@ -1,8 +1,8 @@
 """Turn a RunConfig's dataset into tokenized train/eval sets, and the collator that pads its batches.
 
-Rows are read once, by ``datafiles`` (the reader ``validate()`` and ``ortnb.edge`` use too), from the columns
-RunConfig's ``text_column``/``label_column`` name (``data_columns``: a run's rows are then ``text``/``label``); class names
-become ids in the order of ``data_checks.Labels`` (the model's id2label says the same). The held-out rows
+Rows are read once, by ``readers`` (the reader ``validate()`` and ``ortnb.edge`` use too), from the columns
+RunConfig's ``text_column``/``label_column`` name (``columns``: a run's rows are then ``text``/``label``); class names
+become ids in the order of ``checks.Labels`` (the model's id2label says the same). The held-out rows
 are the run's ``eval_dataset``, the dataset's own split (rotten_tomatoes: 1,000 fixed snippets), or a
 stratified, seeded fraction of the training rows (``EvalPlan``).
 
@@ -18,14 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import assets, data_checks, datafiles
-from .data_columns import DEFAULT, LABEL, TEXT, Columns, pick
+from . import builtin, checks, readers
+from .checks import Labels
+from .columns import DEFAULT, LABEL, TEXT, Columns, pick
 
 
-def labels_for(dataset, task: str, columns: Columns = DEFAULT) -> data_checks.Labels | None:
+def labels_for(dataset, task: str, columns: Columns = DEFAULT) -> Labels | None:
     """The classes a run on ``dataset`` trains, for the model's head (None for a causal LM); ConfigError naming the
     file and row when the data cannot train."""
-    return data_checks.labels(dataset, task, columns) if task != "causal-lm" else None
+    return checks.labels(dataset, task, columns) if task != "causal-lm" else None
 
 
 @dataclass(frozen=True)
@@ -45,16 +46,16 @@ class EvalPlan:
 NO_EVALUATION = EvalPlan()
 
 
-def read_rows(dataset, task: str, labels: data_checks.Labels | None = None, columns: Columns = DEFAULT):
+def read_rows(dataset, task: str, labels: Labels | None = None, columns: Columns = DEFAULT):
     """All rows of ``dataset`` as a datasets.Dataset: ``text`` and, for classification, ``label`` as class ids
     (names mapped through ``labels``; a ClassLabel feature names them), read from ``columns``. Built-in
     rotten_tomatoes: its training rows."""
     from datasets import Dataset
 
     if isinstance(dataset, str) and dataset == "rotten_tomatoes":
-        return assets.rotten_tomatoes()[0]
+        return builtin.rotten_tomatoes()[0]
     if isinstance(dataset, str) and dataset == "hamlet":
-        return Dataset.from_dict({TEXT: [assets.hamlet_text()]})
+        return Dataset.from_dict({TEXT: [builtin.hamlet_text()]})
     path = Path(dataset).expanduser() if isinstance(dataset, str) else None
     if path is not None and path.is_file():
         rows = _from_file(path, columns)
@@ -88,12 +89,12 @@ def _from_file(path: Path, columns: Columns = DEFAULT):
     if path.suffix == ".txt":
         return Dataset.from_dict({TEXT: [path.read_text(encoding="utf-8", errors="replace")]})
     # the reader validate() and ortnb.edge use: utf-8-sig, values typed once, the text and label columns picked
-    rows = [pick(row, columns) for row in datafiles.read_rows(path, columns)]
+    rows = [pick(row, columns) for row in readers.read_rows(path, columns)]
     names = list(dict.fromkeys(key for row in rows for key in row))
     return Dataset.from_dict({name: [row.get(name) for row in rows] for name in names})
 
 
-def _with_class_ids(rows, labels: data_checks.Labels | None):
+def _with_class_ids(rows, labels: Labels | None):
     """Class names in the label column become their ids (``labels.names`` order); a ClassLabel feature keeps
     the names, so the rows and the model's id2label agree. A ``map`` over the column would not do: it keeps
     the column's string type and the ids would stay text."""
@@ -113,7 +114,7 @@ def _with_class_ids(rows, labels: data_checks.Labels | None):
     return rows.remove_columns("label").add_column("label", values, feature=ClassLabel(names=list(labels.names)))
 
 
-def splits(dataset, task: str, plan: EvalPlan, seed: int, labels: data_checks.Labels | None = None,
+def splits(dataset, task: str, plan: EvalPlan, seed: int, labels: Labels | None = None,
            columns: Columns = DEFAULT):
     """(train, eval or None) of raw rows (text[, label as class ids]). The held-out rows: the plan's
     eval_dataset (read from the same columns), else the dataset's own split (rotten_tomatoes), else a
@@ -127,7 +128,7 @@ def splits(dataset, task: str, plan: EvalPlan, seed: int, labels: data_checks.La
     if task == "causal-lm":
         return train, None
     if isinstance(dataset, str) and dataset == "rotten_tomatoes":
-        return train, _cap(assets.rotten_tomatoes()[1], plan.samples)
+        return train, _cap(builtin.rotten_tomatoes()[1], plan.samples)
     train_rows, eval_rows = stratified_split(train["label"], plan.fraction, seed)
     return train.select(train_rows), _cap(train.select(eval_rows), plan.samples)
 
@@ -214,12 +215,12 @@ class Prepared:
 
 
 def prepare(dataset, task: str, tokenizer, seq_len: int, *, plan: EvalPlan = NO_EVALUATION, seed: int = 0,
-            train_samples: int | None = None, labels: data_checks.Labels | None = None,
+            train_samples: int | None = None, labels: Labels | None = None,
             padding: str = "max_length", columns: Columns = DEFAULT) -> Prepared:
     """Tokenized data for ``task``; ``train_samples`` keeps only the rows a run reads (after the held-out rows
     are set apart, so they do not depend on the run's length).
 
-    ``labels`` (from ``data_checks.labels``, looked up when not given) maps class names to ids; a dataset
+    ``labels`` (from ``checks.labels``, looked up when not given) maps class names to ids; a dataset
     that cannot train raises ConfigError naming the file and row before anything is tokenized.
     """
     labels = labels or labels_for(dataset, task, columns)
@@ -249,7 +250,7 @@ def keep_rows(train, train_samples: int | None, seed: int):
 
 
 def build(dataset, task: str, tokenizer, seq_len: int, plan: EvalPlan = NO_EVALUATION, seed: int = 0,
-          train_samples: int | None = None, labels: data_checks.Labels | None = None, padding: str = "max_length",
+          train_samples: int | None = None, labels: Labels | None = None, padding: str = "max_length",
           eval_samples: int | None = None, columns: Columns = DEFAULT):
     """(train, eval or None), tokenized for ``task`` (see ``prepare``). ``eval_samples=N`` (without a ``plan``)
     holds out N rows: a causal LM's last N blocks, a classifier's N stratified rows (or N of the dataset's own
