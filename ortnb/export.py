@@ -149,7 +149,7 @@ def _load(folder: Path, task: str | None):
 
     from .progress import without_progress_bars
 
-    from .weights import check_folder
+    from .models.weights import check_folder
 
     model_dir = find_model_dir(folder)
     check_folder(model_dir)  # a cut or foreign weight file is named here, not met as a bare SafetensorError

@@ -14,10 +14,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import assets, model_checks
 from .data import checks as data_checks
 from .data import columns as data_columns
+from .data.builtin import DATASETS, Asset
 from .data.columns import Columns
+from .models import checks as model_checks
+from .models.builtin import MODELS
 from .hardware import Capabilities, capabilities
 from .config import Precision, RunConfig, Task
 from .errors import ConfigError
@@ -227,7 +229,7 @@ def _check_evaluation(cfg, task: str, train: data_checks.Look, problems):
         problems.append(Problem("eval_dataset", f"must be a file path or a datasets.Dataset, got "
                                                 f"{type(cfg.eval_dataset).__name__}."))
         return
-    if isinstance(cfg.eval_dataset, str) and cfg.eval_dataset in assets.DATASETS:
+    if isinstance(cfg.eval_dataset, str) and cfg.eval_dataset in DATASETS:
         problems.append(Problem("eval_dataset", f"{cfg.eval_dataset} is a built-in training set; leave eval_dataset "
                                                 "None to use its own held-out split, or pass a file."))
         return
@@ -372,7 +374,7 @@ def _model_task(cfg, problems) -> str | None:
         problems.append(Problem("model", _not_a_model_folder(model, path)))
     elif "/" not in model:
         problems.append(Problem("model", f"unknown built-in model {model!r}. Choose between "
-                                         f"{', '.join(assets.MODELS)}, a local folder or a Hub id (org/name)."))
+                                         f"{', '.join(MODELS)}, a local folder or a Hub id (org/name)."))
     elif os.environ.get("HF_HUB_OFFLINE") == "1":
         problems.append(Problem("model", f"{model} is a Hub id but HF_HUB_OFFLINE=1; use a local folder or a built-in "
                                          "model."))
@@ -382,7 +384,7 @@ def _model_task(cfg, problems) -> str | None:
 def _not_a_model_folder(model: str, path: Path) -> str:
     """Why a local model path cannot be read, naming where it was looked for and what to pass instead."""
     instead = (f"pass the folder save_pretrained() wrote (the one holding config.json), a Hub id (org/name) or one of "
-               f"{', '.join(assets.MODELS)}.")
+               f"{', '.join(MODELS)}.")
     if path.exists():
         return f"{model} is a file, not a folder; {instead}"
     near = _nearest_folder(path)
@@ -405,12 +407,12 @@ def _dataset_task(cfg, problems) -> str | None:
     if not isinstance(data, str):
         return None if hasattr(data, "column_names") else problems.append(Problem(
             "dataset", f"must be a name, a file path or a datasets.Dataset, got {type(data).__name__}.")) or None
-    if data in assets.DATASETS:
-        return assets.DATASETS[data].task
+    if data in DATASETS:
+        return DATASETS[data].task
     path = Path(data).expanduser()
     if not path.exists():
         problems.append(Problem("dataset", f"unknown dataset {data!r}: not a built-in name "
-                                           f"({', '.join(assets.DATASETS)}) nor an existing file."))
+                                           f"({', '.join(DATASETS)}) nor an existing file."))
     elif path.is_dir():
         if not (path / "dataset_info.json").exists():
             problems.append(Problem("dataset", f"{path} is a folder but not a Dataset.save_to_disk() folder."))
@@ -491,9 +493,9 @@ def _check_name(cfg, caps, problems):
                                         f"at most {NAME_LIMIT} letters and digits."))
 
 
-def _builtin_model(model) -> assets.Asset | None:
+def _builtin_model(model) -> Asset | None:
     """The built-in model of that name; None for anything else (a hand-written config may hold a list)."""
-    return assets.MODELS.get(model) if isinstance(model, str) else None
+    return MODELS.get(model) if isinstance(model, str) else None
 
 
 def _is_int(value) -> bool:

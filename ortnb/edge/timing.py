@@ -127,12 +127,12 @@ def child(engine: str, trainable: str, artifacts_dir: str, model: str, rows_path
 
 
 def _load(model: str):
-    from .. import assets
+    from ..models import builtin
     from ..progress import without_progress_bars
 
     with without_progress_bars():
-        if model in assets.MODELS:
-            return assets.load_model(model, "sequence-classification")[0]
+        if model in builtin.MODELS:
+            return builtin.load_model(model, "sequence-classification")[0]
         from transformers import AutoModelForSequenceClassification
 
         from ..export import find_model_dir

@@ -73,12 +73,14 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
 
 
 def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, supervisor, phase) -> str:
-    from .. import assets, data, flops
+    from .. import data, flops
     from ..data import token_cache
+    from ..data.builtin import Asset
+    from ..models.builtin import MODELS
     from ..training import ORTTrainer
     from .callback import RunCallback
 
-    task = cfg.task or assets.MODELS.get(cfg.model, assets.Asset("", "", "sequence-classification")).task
+    task = cfg.task or MODELS.get(cfg.model, Asset("", "", "sequence-classification")).task
     from transformers import set_seed
 
     set_seed(cfg.seed)  # new heads (the classifier) start from the same weights in every run being compared
@@ -192,13 +194,15 @@ def planned_steps(cfg: RunConfig, train_rows: int, world: int) -> int:
 def _load_model(cfg: RunConfig, task: str, writer):
     """(model, tokenizer, labels): the head sized for the data's classes (a new one when a saved head does not
     fit them, said in the run log and the stream), the tokenizer checked as validate() checks it."""
-    from .. import assets, data, model_checks
+    from .. import data
+    from ..models import checks as model_checks
+    from ..models.builtin import MODELS, load_model
 
     # the data's classes size and name the head (None: causal LM), read from the columns the config names
     labels = data.labels_for(cfg.dataset, task, Columns.of(cfg))
-    builtin = cfg.model in assets.MODELS
+    builtin = cfg.model in MODELS
     plan = model_checks.head_plan(None if builtin else model_checks.saved_config(cfg.model), labels)
-    model, tokenizer = assets.load_model(cfg.model, task, labels=plan.labels, new_head=plan.new_head)
+    model, tokenizer = load_model(cfg.model, task, labels=plan.labels, new_head=plan.new_head)
     found = model_checks.TokenizerLook() if builtin else model_checks.tokenizer_problems(
         tokenizer, Path(cfg.model).name, task, model.get_input_embeddings().num_embeddings)
     if found.problems:

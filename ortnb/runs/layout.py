@@ -117,7 +117,7 @@ def final_model(run_dir: Path) -> Path | None:
     folder = Path(run_dir) / MODEL
     if (folder / CHECKPOINT_MARKER).exists():
         return folder if is_whole(folder) else None
-    from .. import weights
+    from ..models import weights
 
     return folder if weights.is_whole_save(folder) else None
 

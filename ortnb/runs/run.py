@@ -134,24 +134,24 @@ class Run:
         folder, what = self.model_folder(which)
         if not quiet:
             print(f"ortnb: loading {what} from {folder}")
-        from ..predict import load_folder
+        from ..models.predict import load_folder
 
         return load_folder(folder)
 
     def predict(self, texts, which: str = "best") -> list[dict]:
         """Per text, ``{"label": name, "probabilities": {name: p, ...}}`` from the trained (best) model."""
-        from .. import predict
+        from ..models import predict
 
         return predict.classify(self._predictor(which), texts)
 
     def generate(self, prompt: str, max_new_tokens: int = 40, which: str = "best") -> str:
         """A causal LM run's continuation of ``prompt`` (greedy, as the model learned it)."""
-        from .. import predict
+        from ..models import predict
 
         return predict.continue_text(self._predictor(which), prompt, max_new_tokens)
 
     def _predictor(self, which: str):
-        from .. import predict
+        from ..models import predict
 
         folder, what = self.model_folder(which)
         key = (str(folder), (folder / layout.BEST_MARKER).stat().st_mtime_ns if (folder / layout.BEST_MARKER).exists()
