@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from . import _imports, files
+from .backends.ort_symbolics import training_only_nodes, without_training_symbolics
 from .errors import ConfigError, ExportParityError, OrtnbWarning
 
 # task -> (transformers' name table used to recognise architectures, Auto class, output field)
@@ -260,9 +261,15 @@ def _export(wrapper, inputs, path: Path, task: str, output_names, opset: int) ->
         # inputs the parity check below tries for real: every export is compared with PyTorch before it returns.
         warnings.simplefilter("ignore", torch.jit.TracerWarning)
         warnings.filterwarnings("ignore", message="Exporting aten::index operator of advanced indexing")
-        torch.onnx.export(wrapper, tuple(inputs.values()), str(path), dynamo=False, opset_version=opset,
-                          do_constant_folding=True, input_names=names, output_names=output_names,
-                          dynamic_axes=dynamic_axes)
+        with without_training_symbolics():  # ORT training's ATen nodes run nowhere else
+            torch.onnx.export(wrapper, tuple(inputs.values()), str(path), dynamo=False, opset_version=opset,
+                              do_constant_folding=True, input_names=names, output_names=output_names,
+                              dynamic_axes=dynamic_axes)
+    foreign = training_only_nodes(path)
+    if foreign:
+        raise RuntimeError(f"{path} holds nodes only ONNX Runtime training runs ({', '.join(foreign)}): no "
+                                "inference runtime can load it. Export in a fresh Python process (restart the "
+                                "kernel, or run ortnb.export_onnx from a script) and report this as a bug.")
 
 
 def export_onnx(model_or_dir, path, *, task: str | None = None, sample_inputs: dict | None = None, opset: int = 17,

@@ -232,3 +232,27 @@ def test_causal_lm_exported_as_classifier_warns_that_the_head_is_untrained(tmp_p
                                           r"it for sequence-classification first or export with task='causal-lm'"):
         result = export_onnx(tmp_path / "lm", tmp_path / "cls.onnx", task="sequence-classification")
     assert result.task == "sequence-classification"
+
+
+def test_an_export_after_ort_trained_in_the_same_process_holds_no_training_only_nodes(bert_classifier, tmp_path):
+    """ORTModule registers training symbolics process-wide (ATen nodes only ORT training runs): a model exported
+    after it, in the same kernel, failed in every plain onnxruntime ('ATenOperatorExecutor is not initialized')."""
+    import torch.onnx
+
+    from ortnb.backends import ort_compat
+    from ortnb.backends.ort_symbolics import training_only_nodes
+
+    ort_compat.load_ortmodule()
+    from onnxruntime.training.ortmodule._custom_op_symbolic_registry import CustomOpSymbolicRegistry
+
+    CustomOpSymbolicRegistry.register_all(17)  # what ORTModule does when it exports for training
+    try:
+        result = export_onnx(bert_classifier, tmp_path / "after-ort.onnx")
+        assert training_only_nodes(result.path) == [] and result.max_abs_diff <= 1e-4
+        # and the training symbolics are back for ORTModule's next export
+        from ortnb.backends.ort_symbolics import _exporter_registry
+
+        assert 17 in _exporter_registry().get_function_group("aten::embedding")._functions._overrides
+    finally:
+        for name in CustomOpSymbolicRegistry._SYMBOLICS:
+            torch.onnx.unregister_custom_op_symbolic(f"aten{name}" if name.startswith("::") else name, 17)
