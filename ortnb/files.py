@@ -31,6 +31,17 @@ def write_atomic(path: str | Path, content: str | bytes, *, durable: bool = Fals
         raise
 
 
+def sha256_of(path: str | Path) -> str:
+    """A file's sha256 (hex), read a megabyte at a time: bundles and artifacts can be hundreds of MB."""
+    import hashlib
+
+    hasher = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            hasher.update(block)
+    return hasher.hexdigest()
+
+
 def read_json_object(path: str | Path) -> dict | None:
     """The JSON object in ``path``, or None when the file is missing, unreadable, cut short, not JSON or not an
     object: for the state files a reader may catch half-written or absent, and treats as not there (every

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..files import sha256_of
 
 FILE = "ortnb-edge.json"
 TRAINING_MODEL, EVAL_MODEL, OPTIMIZER_MODEL, CHECKPOINT = ("training_model.onnx", "eval_model.onnx",
@@ -63,16 +63,8 @@ class Manifest:
 
 def file_facts(folder: Path, names) -> dict:
     """{name: {"bytes", "sha256"}} of the files ``names`` in ``folder``, for Manifest.files."""
-    return {name: {"bytes": (Path(folder) / name).stat().st_size, "sha256": _sha256(Path(folder) / name)}
+    return {name: {"bytes": (Path(folder) / name).stat().st_size, "sha256": sha256_of(Path(folder) / name)}
             for name in names}
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def damaged_files(folder: Path, info: "Manifest") -> list[str]:
@@ -85,7 +77,7 @@ def damaged_files(folder: Path, info: "Manifest") -> list[str]:
         elif path.stat().st_size != facts.get("bytes"):  # the cheap check first: a cut-short copy
             found.append(f"{path} is {path.stat().st_size:,} bytes, but the export wrote {facts.get('bytes'):,} "
                          "(cut short or overwritten)")
-        elif _sha256(path) != facts.get("sha256"):
+        elif sha256_of(path) != facts.get("sha256"):
             found.append(f"{path} is not the file the export wrote (its sha256 differs: changed since, or copied "
                          "in from another export)")
     return found

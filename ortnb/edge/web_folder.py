@@ -8,13 +8,13 @@ emptied, whatever a file in it is called. Torch-free, stdlib only.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..files import sha256_of
 
 MANIFEST = "bundle.json"
 FORMAT = "ortnb-web-bundle/2"
@@ -29,17 +29,9 @@ FORMAT_1_FILES = ("index.html", "app.js", "rows.js", "chart.js", "tokenizer.js",
 SHOWN = 6  # entries named in a refusal before "and N more"
 
 
-def digest(path: Path) -> str:
-    hasher = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            hasher.update(block)
-    return hasher.hexdigest()
-
-
 def listing(folder: Path) -> dict[str, str]:
     """Every file under ``folder`` but the manifest: relative path (with /) -> sha256."""
-    return {path.relative_to(folder).as_posix(): digest(path) for path in sorted(folder.rglob("*"))
+    return {path.relative_to(folder).as_posix(): sha256_of(path) for path in sorted(folder.rglob("*"))
             if path.is_file() and path.relative_to(folder).as_posix() != MANIFEST}
 
 
@@ -80,7 +72,7 @@ def check_destination(out: Path, new_files) -> dict[str, str | None]:
         raise ConfigError(f"out_dir {str(out)!r} holds {_names(sorted(p.name for p in out.iterdir()))}, and no "
                           f"{MANIFEST} ortnb wrote: ortnb replaces only a bundle it wrote, so give an empty or new "
                           "folder for the bundle")
-    edited = [name for name, sha in old.items() if sha and (out / name).is_file() and digest(out / name) != sha]
+    edited = [name for name, sha in old.items() if sha and (out / name).is_file() and sha256_of(out / name) != sha]
     theirs = [name for name in sorted(new_files) if _blocked(out, name, old)]
     problems = []
     if edited:
