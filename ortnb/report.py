@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .hardware import Capabilities, capabilities, cpu_info
 from .config import RunConfig
-from .views.comparison_table import html_table, record_row, table_view, text_table  # noqa: F401
+from .views.comparison_table import html_table, text_table  # noqa: F401 - text_table: ortnb compare prints it
 from .views.markup import Markup, join, tag
 from .validation import run_task
 
@@ -161,10 +161,6 @@ FACT_NAMES = {"cpu": "CPU", "cpu_signature": "CPU features", "cores": "cores", "
 
 def _fact(value) -> str:
     return "yes" if value is True else "no" if value is False else str(value)
-
-
-# The table every surface shows (kept here by name: report.report_row, html_table and text_table are imported).
-report_row = record_row
 
 
 MARKDOWN_COLUMNS = [("label", "run"), ("engine", "engine"), ("samples_per_s", "samples/s (median)"),
