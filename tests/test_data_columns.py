@@ -206,13 +206,10 @@ def test_evaluation_ids_against_training_names_say_so_and_the_way_out(tmp_path):
 
 def test_a_tune_cache_entry_with_wrong_types_is_a_miss_said_in_one_line_and_removed(tmp_path, capsys):
     from ortnb.tuning import cache, result
-    from tests.test_tuning import fake_record
+    from tests.test_tuning import cached_search_entry
 
     key = {"model": "tiny-bert", "grid": {"backend": ["eager"]}}
-    good = {"format": result.FORMAT, "budget_s": 60.0, "elapsed_s": 30.0, "complete": True, "interrupted": False,
-            "ended": "every candidate was measured", "grid": {"backend": ["eager"]},
-            "candidates": [{"index": 0, "label": "eager", "axes": {"backend": "eager"}, "problems": [],
-                            "runs": [fake_record(1, [10.0] * 4, 8, 28.0, 10.0)], "unreached": None}]}
+    good = cached_search_entry()
     path = tmp_path / "entry.json"
     cache.write(path, good, key)
     assert cache.read(path, key) is not None

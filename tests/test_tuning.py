@@ -53,6 +53,14 @@ def fake_measure(clock: FakeClock, speed, overhead: float = 15.0, log: list | No
     return measure
 
 
+def cached_search_entry() -> dict:
+    """A whole tune cache entry: one candidate measured at rung 1 (what cache.write stores for a finished search)."""
+    return {"format": result.FORMAT, "budget_s": 60.0, "elapsed_s": 30.0, "complete": True, "interrupted": False,
+            "ended": "every candidate was measured", "grid": {"backend": ["eager"]},
+            "candidates": [{"index": 0, "label": "eager", "axes": {"backend": "eager"}, "problems": [],
+                            "runs": [fake_record(1, [10.0] * 4, 8, 28.0, 10.0)], "unreached": None}]}
+
+
 def candidates_of(grid: dict) -> list[space.Candidate]:
     """The grid's product as candidates, without validate(): a pure search test needs no machine."""
     import itertools
@@ -516,10 +524,7 @@ def test_a_cache_entry_with_the_right_key_and_a_broken_body_is_measured_again_no
     from ortnb.tuning import cache
 
     key = {"model": "tiny-bert"}
-    good = {"format": result.FORMAT, "budget_s": 60.0, "elapsed_s": 30.0, "complete": True, "interrupted": False,
-            "ended": "every candidate was measured", "grid": {"backend": ["eager"]},
-            "candidates": [{"index": 0, "label": "eager", "axes": {"backend": "eager"}, "problems": [],
-                            "runs": [fake_record(1, [10.0] * 4, 8, 28.0, 10.0)], "unreached": None}]}
+    good = cached_search_entry()
     path = tmp_path / "entry.json"
     cache.write(path, good, key)
     assert cache.read(path, key)["candidates"][0]["label"] == "eager"
