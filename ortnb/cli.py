@@ -471,23 +471,30 @@ def cmd_profile(options: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ortnb", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+def _setup_parser(commands) -> None:
     setup = commands.add_parser("setup", help=cmd_setup.__doc__)
     setup.add_argument("--force", action="store_true", help="rebuild even if a build exists (and fetch again)")
     setup.add_argument("--web", action="store_true",
                        help="only fetch ONNX Runtime Web's training build (for `ortnb edge web`)")
     setup.set_defaults(run=cmd_setup)
+
+
+def _info_parser(commands) -> None:
     info = commands.add_parser("info", help="versions and what this machine can run")
     info.add_argument("--json", action="store_true")
     info.set_defaults(run=cmd_info)
+
+
+def _run_parser(commands) -> None:
     run = commands.add_parser("run", help=cmd_run.__doc__, description=cmd_run.__doc__ + " Arguments after -- go "
                               "to torchrun, e.g. -- --nnodes 2 --node_rank 0 --rdzv_backend c10d "
                               "--rdzv_endpoint HOST:29500 for a multi-node run (start it on every node).")
     run.add_argument("config", help="a RunConfig JSON or YAML (.yaml/.yml) file")
     run.add_argument("launcher_args", nargs=argparse.REMAINDER, help="after --: torchrun's node arguments")
     run.set_defaults(run=cmd_run)
+
+
+def _compare_parser(commands) -> None:
     cmp = commands.add_parser("compare", help=cmd_compare.__doc__, description=cmd_compare.__doc__ + " Without "
                               "--config it runs the 'optimum' preset: PyTorch + AdamW (baseline), PyTorch + fused AdamW, ORT + fused Adam, "
                               "ORT + fused Adam + ZeRO-1 over 2 processes, and eager bf16 and torch.compile where "
@@ -517,6 +524,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--runs", default="runs", help="where run directories go")
     cmp.add_argument("--out", default="comparison", help="where report.html, results.json and table.md go")
     cmp.set_defaults(run=cmd_compare)
+
+
+def _tune_parser(commands) -> None:
     tune = commands.add_parser("tune", help=cmd_tune.__doc__, description=cmd_tune.__doc__ + " Without --vary it "
                                "measures this machine's default grid: backend ort/eager x optimizer x precision "
                                "(bf16 where native) x padding (longest with length grouping, max_length) x 1 or 2 "
@@ -540,6 +550,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--runs", default=None, help="keep the measurement runs in this folder (default: deleted)")
     tune.add_argument("--cache-dir", default=None, help="default ~/.cache/ortnb/tune ($ORTNB_CACHE/tune)")
     tune.set_defaults(run=cmd_tune)
+
+
+def _profile_parser(commands) -> None:
     prof = commands.add_parser("profile", help=cmd_profile.__doc__, description=cmd_profile.__doc__ + " Without "
                                "--config or --vary it profiles PyTorch (eager) and ORT at the same settings. Each "
                                "run trains --warmup steps, then --steps profiled ones, then as many unprofiled "
@@ -557,8 +570,16 @@ def build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--runs", default="runs", help="where run directories go")
     prof.add_argument("--out", default="profile", help="where profile.html and profile.json go")
     prof.set_defaults(run=cmd_profile)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``ortnb`` parser: one subcommand each for setup, info, run, compare, tune, profile, then edge's."""
     from .edge.cli import add_commands
 
+    parser = argparse.ArgumentParser(prog="ortnb", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for add in (_setup_parser, _info_parser, _run_parser, _compare_parser, _tune_parser, _profile_parser):
+        add(commands)
     add_commands(commands)
     return parser
 
