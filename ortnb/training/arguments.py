@@ -230,103 +230,35 @@ class ORTTrainingArguments(TrainingArguments):
     def _map_removed_fields(self, problems: list[str]) -> list[str]:
         """Move each removed field that was given onto its transformers 5 equivalent, or add a problem naming the
         way out. Returns what was mapped or dropped, for the one FutureWarning."""
-        mapped: list[str] = []
-
-        def move(old: str, new: str, value=None, secret: bool = False) -> None:
-            given = getattr(self, old)
-            value = given if value is None else value
-            current = getattr(self, new)
-            shown = "..." if secret else repr(given)
-            if _plain(current) not in (_plain(TRAINING_DEFAULTS[new].default), _plain(value)):
-                problems.append(f"{old}={shown} and {new}={'...' if secret else repr(_plain(current))} were both "
-                                f"given: {old} is the transformers 4 name of {new}, which transformers 5 removed. "
-                                f"Pass only {new}.")
-            else:
-                setattr(self, new, value)
-                mapped.append(f"{old}={shown} -> {new}={'...' if secret else repr(value)}")
-            setattr(self, old, None)
-
-        def drop(name: str, why: str) -> None:
-            mapped.append(f"{name}={getattr(self, name)!r} dropped ({why})")
-            setattr(self, name, None)
-
+        removed = _RemovedFields(self, problems)
         if _plain(self.optim) == "adamw_hf":
             self.optim = OptimizerNames.ADAMW_TORCH.value
-            mapped.append(ADAMW_HF_NOTE)
-        for old, new in (("evaluation_strategy", "eval_strategy"), ("no_cuda", "use_cpu"),
-                         ("per_gpu_train_batch_size", "per_device_train_batch_size"),
-                         ("per_gpu_eval_batch_size", "per_device_eval_batch_size")):
+            removed.mapped.append(ADAMW_HF_NOTE)
+        for old, new in RENAMED:
             if getattr(self, old) is not None:
-                move(old, new)
+                removed.move(old, new)
         if self.torchdynamo is not None:
-            move("torchdynamo", "torch_compile_backend")
+            removed.move("torchdynamo", "torch_compile_backend")
             self.torch_compile = True  # as transformers 4 did (so backend='ort' refuses it with the way out)
-        if self.warmup_ratio is not None:
-            if not 0 <= self.warmup_ratio < 1:
-                problems.append(f"warmup_ratio={self.warmup_ratio!r}: transformers 5 removed warmup_ratio, and a "
-                                "warmup_steps below 1 is now the fraction of the training steps, so the ratio must be "
-                                "in [0, 1). For a warmup over the whole run pass warmup_steps=<number of steps>.")
-            elif self.warmup_ratio:
-                move("warmup_ratio", "warmup_steps")
-            else:
-                drop("warmup_ratio", "0 is the default")
-        for old, new, value in (("adafactor", "optim", "adafactor"),
-                                ("group_by_length", "train_sampling_strategy", "group_by_length")):
-            if getattr(self, old):
-                move(old, new, value)
-            elif getattr(self, old) is not None:
-                drop(old, "False is the default")
-        if self.include_inputs_for_metrics is not None:
-            if self.include_inputs_for_metrics:
-                self.include_for_metrics = [*self.include_for_metrics, *(["inputs"] if "inputs" not in
-                                                                          self.include_for_metrics else [])]
-                mapped.append(f"include_inputs_for_metrics=True -> include_for_metrics={self.include_for_metrics!r}")
-                self.include_inputs_for_metrics = None
-            else:
-                drop("include_inputs_for_metrics", "False is the default")
-        if self.include_tokens_per_second is not None:
-            if self.include_tokens_per_second:
-                if _plain(self.include_num_input_tokens_seen) in ("no", False):
-                    self.include_num_input_tokens_seen = "all"
-                mapped.append("include_tokens_per_second=True -> include_num_input_tokens_seen="
-                              f"{self.include_num_input_tokens_seen!r} (logs train_tokens_per_second)")
-                self.include_tokens_per_second = None
-            else:
-                drop("include_tokens_per_second", "False is the default")
-        if self.tpu_metrics_debug is not None:
-            if self.tpu_metrics_debug:
-                debug = self.debug
-                self.debug = f"{debug} tpu_metrics_debug".strip() if isinstance(debug, str) else \
-                    [*debug, "tpu_metrics_debug"]
-                mapped.append(f"tpu_metrics_debug=True -> debug={self.debug!r}")
-                self.tpu_metrics_debug = None
-            else:
-                drop("tpu_metrics_debug", "False is the default")
+        removed.warmup_ratio()
+        for name, switch_on in removed.switches():
+            if getattr(self, name):
+                switch_on()
+            elif getattr(self, name) is not None:
+                removed.drop(name, "False is the default")
         if self.fsdp_min_num_params == 0:
-            drop("fsdp_min_num_params", "0 is the default")
-        self._map_fsdp_fields(problems, mapped)
+            removed.drop("fsdp_min_num_params", "0 is the default")
+        self._map_fsdp_fields(problems, removed.mapped)
         if self.push_to_hub_token is not None:
-            move("push_to_hub_token", "hub_token", secret=True)
-        self._map_hub_model_id(problems, mapped)
+            removed.move("push_to_hub_token", "hub_token", secret=True)
+        self._map_hub_model_id(problems, removed.mapped)
         if self.logging_dir is not None:  # kept: ORTTrainer hands it to TensorBoardCallback
             self.logging_dir = os.path.expanduser(os.fspath(self.logging_dir))
-            mapped.append(f"logging_dir={self.logging_dir!r} -> TensorBoard's log directory (transformers 5 reads "
-                          "TENSORBOARD_LOGGING_DIR; ORTTrainer passes logging_dir to its TensorBoardCallback)")
-        for name, why in IGNORED.items():
-            if getattr(self, name) is not None:
-                drop(name, why)
-        if self.use_legacy_prediction_loop:
-            problems.append("use_legacy_prediction_loop=True: transformers 5 removed Trainer.prediction_loop; remove "
-                            "it (evaluate and predict use evaluation_loop).")
-        for name, (harmless, why) in REFUSED_UNLESS.items():
-            value = getattr(self, name)
-            if value is None:
-                continue
-            if value in harmless:
-                drop(name, "what transformers 5 does anyway")
-            else:
-                problems.append(f"{name}={value!r}: {why}.")
-        return mapped
+            removed.mapped.append(f"logging_dir={self.logging_dir!r} -> TensorBoard's log directory (transformers 5 "
+                                  "reads TENSORBOARD_LOGGING_DIR; ORTTrainer passes logging_dir to its "
+                                  "TensorBoardCallback)")
+        removed.refuse_or_drop_the_rest()
+        return removed.mapped
 
     def _map_fsdp_fields(self, problems: list[str], mapped: list[str]) -> None:
         for old, key in (("fsdp_min_num_params", "min_num_params"),
@@ -360,6 +292,100 @@ class ORTTrainingArguments(TrainingArguments):
             self.hub_model_id = hub_model_id
             mapped.append(f"{given} -> hub_model_id={hub_model_id!r}")
         self.push_to_hub_model_id = self.push_to_hub_organization = None
+
+
+# Removed fields transformers 5 renamed, old name -> new name.
+RENAMED = (("evaluation_strategy", "eval_strategy"), ("no_cuda", "use_cpu"),
+           ("per_gpu_train_batch_size", "per_device_train_batch_size"),
+           ("per_gpu_eval_batch_size", "per_device_eval_batch_size"))
+
+
+class _RemovedFields:
+    """The removed fields of one ORTTrainingArguments being mapped: ``mapped`` says what was mapped or dropped (for
+    the FutureWarning), ``problems`` receives the fields refused."""
+
+    def __init__(self, args: ORTTrainingArguments, problems: list[str]):
+        self.args, self.problems, self.mapped = args, problems, []
+
+    def move(self, old: str, new: str, value=None, secret: bool = False) -> None:
+        """``old``'s value (or ``value``) onto ``new``, unless ``new`` was given a different value too."""
+        given = getattr(self.args, old)
+        value = given if value is None else value
+        current = getattr(self.args, new)
+        shown = "..." if secret else repr(given)
+        if _plain(current) not in (_plain(TRAINING_DEFAULTS[new].default), _plain(value)):
+            self.problems.append(f"{old}={shown} and {new}={'...' if secret else repr(_plain(current))} were both "
+                                 f"given: {old} is the transformers 4 name of {new}, which transformers 5 removed. "
+                                 f"Pass only {new}.")
+        else:
+            setattr(self.args, new, value)
+            self.mapped.append(f"{old}={shown} -> {new}={'...' if secret else repr(value)}")
+        setattr(self.args, old, None)
+
+    def drop(self, name: str, why: str) -> None:
+        self.mapped.append(f"{name}={getattr(self.args, name)!r} dropped ({why})")
+        setattr(self.args, name, None)
+
+    def warmup_ratio(self) -> None:
+        ratio = self.args.warmup_ratio
+        if ratio is None:
+            return
+        if not 0 <= ratio < 1:
+            self.problems.append(f"warmup_ratio={ratio!r}: transformers 5 removed warmup_ratio, and a warmup_steps "
+                                 "below 1 is now the fraction of the training steps, so the ratio must be in [0, 1). "
+                                 "For a warmup over the whole run pass warmup_steps=<number of steps>.")
+        elif ratio:
+            self.move("warmup_ratio", "warmup_steps")
+        else:
+            self.drop("warmup_ratio", "0 is the default")
+
+    def switches(self):
+        """The removed on/off fields, in order, each with what True maps onto (False, the default, is dropped)."""
+        return (("adafactor", lambda: self.move("adafactor", "optim", "adafactor")),
+                ("group_by_length", lambda: self.move("group_by_length", "train_sampling_strategy", "group_by_length")),
+                ("include_inputs_for_metrics", self.include_inputs),
+                ("include_tokens_per_second", self.include_tokens_per_second),
+                ("tpu_metrics_debug", self.tpu_metrics_debug))
+
+    def include_inputs(self) -> None:
+        args = self.args
+        args.include_for_metrics = [*args.include_for_metrics,
+                                    *(["inputs"] if "inputs" not in args.include_for_metrics else [])]
+        self.mapped.append(f"include_inputs_for_metrics=True -> include_for_metrics={args.include_for_metrics!r}")
+        args.include_inputs_for_metrics = None
+
+    def include_tokens_per_second(self) -> None:
+        args = self.args
+        if _plain(args.include_num_input_tokens_seen) in ("no", False):
+            args.include_num_input_tokens_seen = "all"
+        self.mapped.append("include_tokens_per_second=True -> include_num_input_tokens_seen="
+                           f"{args.include_num_input_tokens_seen!r} (logs train_tokens_per_second)")
+        args.include_tokens_per_second = None
+
+    def tpu_metrics_debug(self) -> None:
+        args = self.args
+        debug = args.debug
+        args.debug = f"{debug} tpu_metrics_debug".strip() if isinstance(debug, str) else [*debug, "tpu_metrics_debug"]
+        self.mapped.append(f"tpu_metrics_debug=True -> debug={args.debug!r}")
+        args.tpu_metrics_debug = None
+
+    def refuse_or_drop_the_rest(self) -> None:
+        """The removed fields whose effect is gone: dropped where harmless (IGNORED, REFUSED_UNLESS's harmless
+        values), else a problem naming the way out."""
+        for name, why in IGNORED.items():
+            if getattr(self.args, name) is not None:
+                self.drop(name, why)
+        if self.args.use_legacy_prediction_loop:
+            self.problems.append("use_legacy_prediction_loop=True: transformers 5 removed Trainer.prediction_loop; "
+                                 "remove it (evaluate and predict use evaluation_loop).")
+        for name, (harmless, why) in REFUSED_UNLESS.items():
+            value = getattr(self.args, name)
+            if value is None:
+                continue
+            if value in harmless:
+                self.drop(name, "what transformers 5 does anyway")
+            else:
+                self.problems.append(f"{name}={value!r}: {why}.")
 
 
 def _parse_enum(enum, value, name: str, problems: list[str]):
