@@ -73,14 +73,10 @@ def artifacts(request, tmp_path) -> Path:
     return folder
 
 
-# Tiers (scripts/test.sh --fast runs the pure one): "ort" marks tests that train or export a model in this
-# process (ORTModule, Trainer, the training API); "notebook" every nbval cell; "browser" and "slow" are set
-# in the test files. The pure tier is what carries none of them.
-TRAINING_MODULES = ("test_beyond_text", "test_custom_loop", "test_edge_fixes", "test_export", "test_ort_compat",
-                    "test_ortmodule", "test_padding", "test_trainer")
-TRAINING_TESTS = ("test_public_names_resolve_lazily", "test_setup_makes_ortmodule_usable", "test_info_reports_versions",
-                  "test_optimum_style_call_trains_with_ort", "test_live_callback_in_text_mode_prints_progress",
-                  "test_a_child_of_a_big_process_reports_its_own_peak")
+# Tiers (scripts/test.sh --fast runs the pure one) are declared on the tests themselves:
+# `pytestmark = pytest.mark.ort` in a module that trains or exports a model in this process (ORTModule, Trainer,
+# the training API), `@pytest.mark.ort` on one such test; "slow" and "browser" likewise. Only nbval's notebook
+# cells are marked here ("notebook"): they hold no Python to carry a marker. The pure tier carries none of them.
 
 
 def pytest_configure(config):
@@ -94,8 +90,5 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        module = item.path.stem
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.notebook)
-        elif module in TRAINING_MODULES or item.originalname in TRAINING_TESTS:
-            item.add_marker(pytest.mark.ort)

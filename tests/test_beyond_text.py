@@ -15,7 +15,8 @@ from ortnb import ORTSeq2SeqTrainer, ORTSeq2SeqTrainingArguments, ORTTrainer, OR
 from .test_trainer import COMMON, RecordLosses
 
 STEPS = 3
-pytestmark = pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")  # diffusers' shape asserts, traced
+pytestmark = [pytest.mark.ort,  # trains with ORTTrainer and ort_model in this process
+              pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")]  # diffusers' shape asserts, traced
 
 
 def sd_unet():

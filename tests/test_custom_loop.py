@@ -21,6 +21,8 @@ from ortnb.errors import ConfigError, OrtFallbackError, OrtnbWarning
 from .conftest import classification_dataset, tiny_bert
 from .test_trainer import _ModelWithCustomFunction
 
+pytestmark = pytest.mark.ort  # trains with ort_model in this process
+
 WORKER = Path(__file__).parent / "workers" / "custom_loop_ranks.py"
 
 

@@ -18,6 +18,8 @@ from .conftest import tiny_bert
 
 api = pytest.importorskip("onnxruntime.training.api")
 
+pytestmark = pytest.mark.ort  # exports tiny BERT and generates its training artifacts in this process
+
 
 def generate(folder: Path, opset: int, skip=frozenset()):
     folder.mkdir()

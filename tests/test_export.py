@@ -15,6 +15,8 @@ from ortnb.errors import ConfigError, ExportParityError, MissingDependencyError,
 from ortnb.export import ExportResult, export_onnx  # noqa: E402
 from ortnb.runs import layout  # noqa: E402
 
+pytestmark = pytest.mark.ort  # exports models to ONNX and runs them in this process
+
 TINY = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128, vocab_size=1000)
 
 

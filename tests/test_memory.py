@@ -12,6 +12,7 @@ from ortnb.memory import peak_rss_mb
 CHILD = "from ortnb.memory import peak_rss_mb; print(peak_rss_mb())"
 
 
+@pytest.mark.ort  # holds 600 MB resident: kept out of the pure tier
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ru_maxrss carries over exec on Linux")
 def test_a_child_of_a_big_process_reports_its_own_peak():
     ballast = bytearray(600 * 1024 * 1024)

@@ -272,6 +272,7 @@ def test_optimum_readme_command_line_parses(tmp_path):
 # -- an Optimum-style call, unmodified, trains with ONNX Runtime -----------------------------------
 
 
+@pytest.mark.ort  # trains with ORTTrainer in this process
 def test_optimum_style_call_trains_with_ort(tmp_path):
     """run_glue.py's ORTTrainer call: tokenizer=, no data_collator (padding comes from the tokenizer),
     overwrite_output_dir and evaluation_strategy in the arguments."""

@@ -13,6 +13,8 @@ import pytest
 
 from ortnb.backends import ort_compat
 
+pytestmark = pytest.mark.ort  # trains ORTModule a step per case (each in a fresh interpreter)
+
 TRAIN_ONE_STEP = textwrap.dedent("""
     import sys, torch
     from ortnb.backends import ort_compat

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from ortnb import ORTTrainer
 from ortnb.backends import ortmodule
 
 from .conftest import classification_dataset, tiny_bert
 from .test_trainer import _custom_function_data, _ModelWithCustomFunction, ort_args
+
+pytestmark = pytest.mark.ort  # trains with ORTModule in this process
 
 
 def test_phase_listeners_hear_ortmodule_begin_export_and_graph_build(tmp_path):

@@ -19,6 +19,7 @@ def test_import_ortnb_stays_light():
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.ort  # a fresh interpreter imports the trainer and the exporter
 def test_public_names_resolve_lazily():
     code = ("import sys, ortnb; from ortnb import ORTTrainer, ORTTrainingArguments, export_onnx; "
             f"print([m for m in {HEAVY!r} if m in sys.modules])")
@@ -26,12 +27,14 @@ def test_public_names_resolve_lazily():
     assert done.stdout.strip() == "[]"  # even the trainer waits for the first ORT use
 
 
+@pytest.mark.ort  # `ortnb info` loads ONNX Runtime training in a child process
 def test_info_reports_versions():
     done = subprocess.run([sys.executable, "-m", "ortnb", "info", "--json"], capture_output=True, text=True, check=True)
     facts = json.loads(done.stdout)
     assert facts["torch"].startswith("2.") and facts["onnxruntime_version"] == "1.19.2"
 
 
+@pytest.mark.ort  # `ortnb setup` loads ORTModule and its extension
 def test_setup_makes_ortmodule_usable():
     done = subprocess.run([sys.executable, "-m", "ortnb", "setup"], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]

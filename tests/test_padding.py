@@ -11,6 +11,8 @@ from ortnb import assets, data
 
 from .conftest import tiny_bert
 
+pytestmark = pytest.mark.ort  # trains with ORTTrainer in this process
+
 SEQ = 64
 
 

@@ -15,6 +15,8 @@ from ortnb.errors import OrtFallbackError, OrtnbWarning
 
 from .conftest import classification_dataset, tiny_bert
 
+pytestmark = pytest.mark.ort  # trains with ORTTrainer in this process
+
 COMMON = dict(per_device_train_batch_size=8, per_device_eval_batch_size=16, logging_steps=1, report_to=[], seed=0,
               learning_rate=1e-3, disable_tqdm=True, save_strategy="no")
 

@@ -262,6 +262,7 @@ def test_without_widgets_one_warning_and_a_text_repr(monkeypatch):
     assert dashboard._repr_mimebundle_() == {"text/plain": "Dashboard(runs=0, status='idle')"}
 
 
+@pytest.mark.ort  # trains with ORTTrainer in this process
 def test_live_callback_in_text_mode_prints_progress(monkeypatch, tmp_path, capsys, bert, train_data):
     monkeypatch.setenv("ORTNB_WIDGETS", "0")
     monkeypatch.chdir(tmp_path)
