@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .. import assets
-from ..config import RunConfig
+from ..config import RunConfig, Task
 from ..hardware import capabilities
 from ..views.markup import Markup, tag
 from ..validation import choices, notes, run_task, validate
@@ -32,6 +32,47 @@ PLACEHOLDERS = {"model": "built-in name, local model folder or Hub id",
                 "learning_rate": "such as 5e-5", **form.BLANK_MEANS}
 
 
+def _controls(w, cpu_cores: int) -> dict:
+    """One control per form field, without a description (the row's label is its description)."""
+    full = w.Layout(width="auto", flex="1 1 auto")
+    toggles = {"button_width": "auto"}
+
+    def typed(name, layout=None):
+        return w.Text(placeholder=PLACEHOLDERS.get(name, ""), continuous_update=False,
+                      layout=layout or w.Layout(width="auto", flex="1 1 auto"))
+
+    return {
+        "model": w.Combobox(options=list(assets.MODELS), ensure_option=False, continuous_update=False,
+                            placeholder=PLACEHOLDERS["model"], layout=full),
+        "dataset": w.Combobox(options=list(assets.DATASETS), ensure_option=False, continuous_update=False,
+                              placeholder=PLACEHOLDERS["dataset"], layout=full),
+        "backend": w.ToggleButtons(options=form.option_pairs("backend"), style=toggles),
+        "optim": w.ToggleButtons(options=form.option_pairs("optim"), style=toggles),
+        "precision": w.ToggleButtons(options=form.option_pairs("precision"), style=toggles),
+        "zero1": w.Checkbox(indent=False, layout=w.Layout(width="auto")),
+        "num_processes": w.IntSlider(min=1, max=max(2, cpu_cores), layout=full),
+        "batch_size": typed("batch_size"),  # typed, not a bounded box: that turned 0 into 1 without a word
+        "seq_len": typed("seq_len"),
+        "padding": w.ToggleButtons(options=form.option_pairs("padding"), style=toggles),
+        "length_grouping": w.Checkbox(indent=False, layout=w.Layout(width="auto")),
+        "length": typed("length", layout=w.Layout(width="110px")),
+        "length_unit": w.ToggleButtons(options=form.option_pairs("length_unit"), style=toggles),
+        "learning_rate": typed("learning_rate"),
+        "evaluate": w.Checkbox(indent=False, layout=w.Layout(width="auto")),
+        "eval_every": typed("eval_every"),
+        "metric": w.Dropdown(options=form.metric_pairs(Task.SEQUENCE_CLASSIFICATION), layout=full),
+        "early_stopping_patience": typed("early_stopping_patience"),
+        "task": w.Dropdown(options=form.option_pairs("task"), layout=full),
+        **{name: typed(name) for name in form.MORE_FIELDS if name != "task"},
+    }
+
+
+def _grid(w, rows: list):
+    """Rows side by side where the output is wide enough, one column where it is not."""
+    return w.GridBox(rows, layout=w.Layout(grid_template_columns="repeat(auto-fit, minmax(min(100%, 480px), 1fr))",
+                                           grid_gap="4px 24px", width="100%"))
+
+
 class ConfigPanel:
     """``panel.config`` is the RunConfig the form describes; ``panel.problems`` why it cannot run here."""
 
@@ -42,38 +83,7 @@ class ConfigPanel:
         self.in_memory = dict(in_memory or {})  # dataset label -> datasets.Dataset given to the Dashboard
         self._listeners: list[Callable[[], None]] = []
         self._setting = False
-        caps = capabilities()
-        full = w.Layout(width="auto", flex="1 1 auto")
-        toggles = {"button_width": "auto"}
-
-        def typed(name, layout=None):
-            return w.Text(placeholder=PLACEHOLDERS.get(name, ""), continuous_update=False,
-                          layout=layout or w.Layout(width="auto", flex="1 1 auto"))
-
-        self.controls = {
-            "model": w.Combobox(options=list(assets.MODELS), ensure_option=False, continuous_update=False,
-                                placeholder=PLACEHOLDERS["model"], layout=full),
-            "dataset": w.Combobox(options=list(assets.DATASETS), ensure_option=False, continuous_update=False,
-                                  placeholder=PLACEHOLDERS["dataset"], layout=full),
-            "backend": w.ToggleButtons(options=form.option_pairs("backend"), style=toggles),
-            "optim": w.ToggleButtons(options=form.option_pairs("optim"), style=toggles),
-            "precision": w.ToggleButtons(options=form.option_pairs("precision"), style=toggles),
-            "zero1": w.Checkbox(indent=False, layout=w.Layout(width="auto")),
-            "num_processes": w.IntSlider(min=1, max=max(2, caps.cpu_cores), layout=full),
-            "batch_size": typed("batch_size"),  # typed, not a bounded box: that turned 0 into 1 without a word
-            "seq_len": typed("seq_len"),
-            "padding": w.ToggleButtons(options=form.option_pairs("padding"), style=toggles),
-            "length_grouping": w.Checkbox(indent=False, layout=w.Layout(width="auto")),
-            "length": typed("length", layout=w.Layout(width="110px")),
-            "length_unit": w.ToggleButtons(options=form.option_pairs("length_unit"), style=toggles),
-            "learning_rate": typed("learning_rate"),
-            "evaluate": w.Checkbox(indent=False, layout=w.Layout(width="auto")),
-            "eval_every": typed("eval_every"),
-            "metric": w.Dropdown(options=form.metric_pairs("sequence-classification"), layout=full),
-            "early_stopping_patience": typed("early_stopping_patience"),
-            "task": w.Dropdown(options=form.option_pairs("task"), layout=full),
-            **{name: typed(name) for name in form.MORE_FIELDS if name != "task"},
-        }
+        self.controls = _controls(w, capabilities().cpu_cores)
         self.upload = w.FileUpload(accept=upload.ACCEPT, multiple=False, description="Upload",
                                    layout=w.Layout(width="auto"), tooltip="upload a data file (stored under the "
                                                                            "output folder's uploads/)")
@@ -87,15 +97,11 @@ class ConfigPanel:
         self.run_notes = SafeHTML()
         self.shown_problems = []  # what the last refresh found (validate reads data files: once per change)
         rows = [self._row(w, name) for name in form.FORM_FIELDS]
-        grid = "repeat(auto-fit, minmax(min(100%, 480px), 1fr))"
-        more_rows = [self._row(w, name) for name in form.MORE_FIELDS]
-        self.more = w.Accordion(children=[w.GridBox(more_rows, layout=w.Layout(grid_template_columns=grid,
-                                                                             grid_gap="4px 24px", width="100%"))],
+        self.more = w.Accordion(children=[_grid(w, [self._row(w, name) for name in form.MORE_FIELDS])],
                                 selected_index=None, layout=w.Layout(width="auto"))
         self.more.set_title(0, "more settings")
-        self.widget = w.VBox([stylesheet_widget(), w.GridBox(rows, layout=w.Layout(
-            grid_template_columns=grid, grid_gap="4px 24px", width="100%")), self.more, self.run_notes, self.flags],
-            layout=w.Layout(width="100%"))
+        self.widget = w.VBox([stylesheet_widget(), _grid(w, rows), self.more, self.run_notes, self.flags],
+                             layout=w.Layout(width="100%"))
         self.widget.add_class("ortnb-form")
         self.set_config(self._base)
         for control in self.controls.values():
