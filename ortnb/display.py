@@ -58,3 +58,19 @@ class Throttle:
             self._last = now
             return True
         return False
+
+
+def show_static(figure, path: str = "ortnb-run.html") -> None:
+    """Show a finished plotly figure where there is no widget frontend: inline in an IPython kernel (nbconvert and
+    nbval keep it), else written to ``path`` as a standalone page, which is said."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+
+        if get_ipython() is not None:
+            display(figure)
+            return
+    except ImportError:
+        pass
+    figure.write_html(path, include_plotlyjs=True)
+    print(f"ortnb: chart written to {path}")

@@ -296,7 +296,7 @@ def test_find_fastest_fills_the_table_and_load_winner_fills_the_form(widget_dash
     def fake_tune(model, dataset, budget_s, base, stop, on_progress, include_base):
         asked.update(model=model, dataset=dataset, budget_s=budget_s, include_base=include_base)
         on_progress({"candidate": 1, "of": 2, "elapsed_s": 3.0, "best": None})
-        return SimpleNamespace(table=table, best=winner, complete=True)
+        return SimpleNamespace(table=table, best=winner, conclusive=True)
 
     monkeypatch.setattr(ortnb.tuning, "tune", fake_tune)
     dashboard.budget.value = 45
@@ -340,7 +340,7 @@ def test_the_profile_button_profiles_the_form_beside_the_other_engine_and_fills_
     dashboard.profile(wait=True)
     assert asked == ["eager + AdamW", "ort + AdamW"]  # the form's (ort by default) beside PyTorch's, PyTorch first
     shown, tables = dashboard.profile_view.children
-    chart = dashboard.profile_figure  # drawn by JupyterLab's plotly renderer from the Output's JSON
+    chart = dashboard.profile_tab.figure  # drawn by JupyterLab's plotly renderer from the Output's JSON
     assert shown is chart.widget and shown.outputs[0]["data"]["application/vnd.plotly.v1+json"]["data"][0]["x"] == [
         "eager + AdamW [pytorch]", "ort + AdamW [onnxruntime]"]
     assert [trace.name for trace in chart.data] == list(CATEGORIES)

@@ -288,7 +288,7 @@ def test_the_form_shows_padding_as_the_run_uses_it_and_keeps_it_moot_for_a_causa
 
 
 def test_profile_is_one_thing_at_a_time_and_says_where_it_is():
-    from ortnb.ui.profile_action import profile_configs
+    from ortnb.ui.jobs.profile import profile_configs
 
     state = DashboardState()
     profiling = state.start_profile(["eager + AdamW", "ort + AdamW"], now=0.0)

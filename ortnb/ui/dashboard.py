@@ -13,19 +13,20 @@ import threading
 import time
 from typing import Callable
 
-from .. import charts, metrics
+from .. import charts
 from ..comparison import workload_problems
 from ..config import RunConfig
-from ..display import Throttle, warn_text_mode, widget_frontend
+from ..display import Throttle, show_static, warn_text_mode, widget_frontend
 from ..errors import ConfigError
-from ..views.markup import tag
 from ..runner import Run, launch, layout
 from ..validation import validate
+from ..views.markup import tag
 from . import form, present
-from .export_action import ExportAction
 from .figure_view import FigureView
-from .find_fastest import DEFAULT_BUDGET_S, FindFastest
-from .profile_action import ProfileAction
+from .jobs import Announcement, Event, EventBus, Job, JobHost
+from .jobs.export import ExportJob
+from .jobs.profile import ProfileJob, ProfileView, profile_configs
+from .jobs.search import DEFAULT_BUDGET_S, SearchJob
 from .redraw import redraw
 from .safe_html import SafeHTML
 from .state import FINAL, DashboardState
@@ -37,23 +38,11 @@ BUTTONS = (("Run", "success", "play"), ("Stop", "danger", "stop"), ("Add to comp
            ("Profile", "", "bar-chart"), ("Export", "", "download"))
 
 
-def status_text(run: Run | None, records: list[dict] | None = None) -> str:
-    """The status line for a Run (text mode and reprs)."""
-    if run is None:
-        return "idle"
-    status = run.status
-    records = records if records is not None else run.records()
-    steps = metrics.steps(records)
-    text = f"{run.config.label}: {status}"
-    if steps:
-        total = metrics.planned_steps(records, run.config.max_steps, getattr(run.config, "epochs", None))
-        text += f" (step {steps[-1]['step']}/{metrics.steps_of(total)})"
-    if status == "failed" and run.error:
-        text += f" - {run.error.splitlines()[0]}"
-    return text
+class Dashboard:
+    """The notebook's front page for runs. Its background jobs (Find fastest, Profile, Export) are small objects that
+    ``jobs.JobHost`` runs one at a time; every change they make to the state, and every run that ends, is announced
+    on ``self.events``, to which the Dashboard subscribes its drawing (or printing, without widgets)."""
 
-
-class Dashboard(FindFastest, ProfileAction, ExportAction):
     def __init__(self, config: RunConfig | None = None, *, dataset=None, throttle: Throttle | None = None,
                  start: bool = True, clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time):
@@ -69,10 +58,12 @@ class Dashboard(FindFastest, ProfileAction, ExportAction):
         self._seen: dict[str, int] = {}
         self._table_key = None
         self._live_key = None
-        self._search_stop = threading.Event()
         self._lock = threading.RLock()
         self._stop_polling = threading.Event()
+        self.events = EventBus()
+        self.jobs = JobHost(self.state, self._lock, self.events, clock)
         self.widgets = widget_frontend()
+        self._subscribe()
         if not self.widgets:
             warn_text_mode("ortnb.Dashboard")
             self._config = config or RunConfig()
@@ -111,7 +102,7 @@ class Dashboard(FindFastest, ProfileAction, ExportAction):
         self.buttons["Export"].on_click(lambda _b: self.export())
         self.buttons["Export"].tooltip = ("the latest run as an ONNX folder to ship (model.onnx, tokenizer, class "
                                           "names, parity with PyTorch, predict.py), from its best evaluation's weights")
-        self.budget = w.BoundedIntText(value=DEFAULT_BUDGET_S, min=1, max=24 * 3600, layout=w.Layout(width="90px"),
+        self.budget = w.BoundedIntText(value=int(DEFAULT_BUDGET_S), min=1, max=24 * 3600, layout=w.Layout(width="90px"),
                                        tooltip="how long Find fastest may measure, in seconds")
         budget_label = SafeHTML(tag("span", "budget (s)", class_="ortnb-field-label",
                                     title="how long Find fastest may measure"))
@@ -129,7 +120,8 @@ class Dashboard(FindFastest, ProfileAction, ExportAction):
         self.search_table = SafeHTML()
         full = w.Layout(width="100%")
         self.try_it = TryIt()
-        self.profile_view = w.VBox(layout=full)
+        self.profile_tab = ProfileView()
+        self.profile_view = self.profile_tab.widget
         self.tabs = w.Tab(children=[w.VBox([self.figure], layout=full),
                                     w.VBox([self.comparison_figure.widget, self.table, self.search_table], layout=full),
                                     self.try_it.widget, self.profile_view],
@@ -148,7 +140,7 @@ class Dashboard(FindFastest, ProfileAction, ExportAction):
         """Start a run of ``config`` (default: the form's). One run at a time; problems are shown, not
         raised, in the UI (raised as ConfigError in text mode)."""
         from_form = config is None and self.widgets
-        config = config or (self.panel.config if self.widgets else self._config)
+        config = config or self._form_config
         problems = self.panel.problems if from_form else validate(config)
         with self._lock:
             if problems or self.state.busy:
@@ -188,16 +180,92 @@ class Dashboard(FindFastest, ProfileAction, ExportAction):
         return self.runs[latest.id] if latest else None
 
     def stop(self) -> None:
-        """Stop every run this dashboard started that still trains (each checkpoints first), and a search."""
+        """Stop every run this dashboard started that still trains (each checkpoints first), and a job."""
         with self._lock:
             ids = self.state.request_stop()
-            if self.state.searching:
-                self._search_stop.set()
-            if self.state.profiling_active:
-                self._stop_profile()
+        self.jobs.stop()
         for run_id in ids:
             threading.Thread(target=self.runs[run_id].stop, name="ortnb-stop", daemon=True).start()
         self.render()
+
+    # -- jobs -----------------------------------------------------------------------------------
+
+    def find_fastest(self, budget_s: float | None = None, wait: bool | None = None):
+        """Measure the configurations this machine can run for the form's model and data (``ortnb.tune``), the
+        form's own settings first, in the background; the ranked table goes to the Comparison tab and Load winner
+        fills the form. ``wait`` (default: without widgets) blocks and returns the TuneResult."""
+        if budget_s is None:
+            budget_s = self.budget.value if self.widgets else DEFAULT_BUDGET_S
+        return self._start(SearchJob(self._form_config, budget_s), wait)
+
+    def load_winner(self) -> RunConfig | None:
+        """Put the search's winner into the form (steps, learning rate and output folder stay yours)."""
+        search = self.state.search
+        if search is None or search.best is None:
+            return None
+        config, rule = present.winner_for_form(search.best, self._form_config)
+        if self.widgets:
+            self.panel.set_config(config)
+            self.settings.selected_index = 0
+        else:
+            self._config = config
+        what = "the fastest configuration" if search.conclusive else "the best measured configuration (not conclusive)"
+        with self._lock:
+            self.state.say(f"the form now holds {what}: {config.label}" + (f"; {rule}" if rule else ""))
+        self.render()
+        return config
+
+    def profile(self, configs: list[RunConfig] | None = None, wait: bool | None = None):
+        """Profile where a training step goes, op by op (``ortnb.profile``), in the background; the stacked bars
+        and top ops go to the Profile tab. Default: the compared runs, else the form's settings beside the other
+        engine (``jobs.profile.profile_configs``). ``wait`` (default: without widgets) blocks and returns the
+        Profile."""
+        chosen = list(configs) if configs else profile_configs(
+            self._form_config, [self.state.runs[i].config for i in self.state.compared if i in self.state.runs])
+        refused = bool(self.widgets and not configs and self.panel.problems)
+        return self._start(ProfileJob(chosen, form_refused=refused), wait)
+
+    def export(self, which: str = "best", out=None, wait: bool | None = None):
+        """Write the latest finished run as an ONNX folder (``onnx/`` in its run folder unless ``out``): from the
+        best evaluation's weights (``which="best"``, when it evaluated) or the final ones (``which="last"``).
+        ``wait`` (default: without widgets) blocks and returns the OnnxFolder."""
+        return self._start(ExportJob(self.runs, which, out), wait)
+
+    def _start(self, job: Job, wait: bool | None):
+        return self.jobs.start(job, wait=wait if wait is not None else not self.widgets)
+
+    @property
+    def _form_config(self) -> RunConfig:
+        return self.panel.config if self.widgets else self._config
+
+    def _subscribe(self) -> None:
+        """What the Dashboard does with each announcement: draw it, or print it without widgets."""
+        self.events.on(Event.REFUSED, lambda _a: self._show_message())
+        self.events.on(Event.STARTED, lambda _a: self.render())
+        self.events.on(Event.PROGRESS, self._job_progressed)
+        self.events.on(Event.ENDED, self._job_ended)
+
+    def _job_progressed(self, announcement: Announcement) -> None:
+        if self.widgets:
+            self.render()
+            return
+        with self._lock:
+            line = announcement.job.progress_text(self.state, self.clock())
+        if line:
+            print(line, flush=True)
+
+    def _job_ended(self, announcement: Announcement) -> None:
+        job = announcement.job
+        if self.widgets:
+            self.render()
+            if announcement.ok and job.tab is not None:
+                self.tabs.selected_index = job.tab
+            return
+        text = job.result_text(announcement.result) if announcement.ok else None
+        if text:
+            print(text)
+        elif self.state.message:
+            print(f"ortnb: {self.state.message.text}")
 
     def add_to_comparison(self, run: Run | None = None) -> bool:
         """Add a finished run (default: the latest) to the comparison; the same run twice is refused."""
@@ -294,7 +362,7 @@ class Dashboard(FindFastest, ProfileAction, ExportAction):
             self.settings.set_title(0, f"Run settings: {self.panel.config.label}")
             self._render_live()
             self._render_comparison()
-            self._render_profile()
+            self.profile_tab.show(state.profiling)
             self.try_it.show(self.active, state.latest)
 
     def _show_message(self) -> None:
@@ -304,22 +372,11 @@ class Dashboard(FindFastest, ProfileAction, ExportAction):
             print(f"ortnb: {self.state.message.text}")
 
     def _render_progress(self) -> None:
-        search, latest, profiling = self.state.search, self.state.latest, self.state.profiling
-        newest = max((item.started_at for item in (search, latest) if item is not None), default=float("-inf"))
-        if profiling is not None and profiling.started_at >= newest:
-            self._render_profile_progress(profiling)
-            return
-        if search is not None and (search.started_at >= (latest.started_at if latest else float("-inf"))):
-            self._render_search_progress(search)
-            return
-        self.progress.layout.display = "none" if latest is None else "flex"
-        if latest is None:
-            return
-        shown = present.progress(latest, self.clock(), self.wall_clock())
-        total = shown.total or max(1, shown.step)  # an epoch-sized run before it says how many: no false end
-        self.bar.max, self.bar.value = max(1, total), min(shown.step, total)
-        self.bar.bar_style = {"failed": "danger", "stopped": "warning", "completed": "success"}.get(latest.status, "info")
-        self.progress_text.value = present.progress_html(shown.text)
+        shown = present.bar(self.state, self.clock(), self.wall_clock)
+        self.progress.layout.display = "none" if shown is None else "flex"
+        if shown is not None:
+            self.bar.max, self.bar.value, self.bar.bar_style = shown.max, shown.value, shown.style
+            self.progress_text.value = present.progress_html(shown.text)
 
     def _render_live(self) -> None:
         updates = []
@@ -386,12 +443,12 @@ class Dashboard(FindFastest, ProfileAction, ExportAction):
 
         run.follow(print_record)
         self.poll()
-        print(status_text(run))
+        print(present.status_text(self.state.runs[str(run.run_dir)]))
         figure = charts.live_figure()
         new, _ = self.chart.updates(str(run.run_dir), run.records(), run.summary()["engine"])
         charts.apply_updates(figure, new, [])
         charts.set_live_layout(figure, run.config.warmup_steps, empty=not new)
-        _show_static(figure)
+        show_static(figure)
 
     # -- display --------------------------------------------------------------------------------
 
@@ -405,7 +462,6 @@ class Dashboard(FindFastest, ProfileAction, ExportAction):
         return f"Dashboard(runs={len(self.state.runs)}, status={present.status_text(self.state.latest)!r})"
 
 
-
 def _stall_text(run) -> str | None:
     found = run.stall
     return found.text() if found is not None else None
@@ -417,18 +473,3 @@ def _final_summary(run: Run, status: str) -> dict:
     if status == "stopped":
         summary["kept"] = layout.kept_text(run.run_dir)
     return summary
-
-
-def _show_static(figure) -> None:
-    try:
-        from IPython import get_ipython
-        from IPython.display import display
-
-        if get_ipython() is not None:
-            display(figure)
-            return
-    except ImportError:
-        pass
-    path = "ortnb-run.html"
-    figure.write_html(path, include_plotlyjs=True)
-    print(f"ortnb: chart written to {path}")

@@ -7,7 +7,7 @@ import time
 from transformers import TrainerCallback
 
 from .. import charts, records
-from ..display import Throttle, warn_text_mode, widget_frontend
+from ..display import Throttle, show_static, warn_text_mode, widget_frontend
 from ..memory import peak_rss_mb
 from .redraw import redraw
 
@@ -90,14 +90,12 @@ class LiveCallback(TrainerCallback):
         if self.widgets:
             self._draw()
             return
-        from .dashboard import _show_static
-
         figure = charts.live_figure()
         new, _ = self.chart.updates("live", self.records, self._engine)
         charts.apply_updates(figure, new, [])
         charts.set_live_layout(figure, 0, empty=not self.records, eval_hint=self._eval_hint(),
                                metric=charts.eval_metric_of(self.records))
-        _show_static(figure)
+        show_static(figure)
 
     def _eval_hint(self) -> str | None:
         if charts.eval_series(self.records):

@@ -82,6 +82,45 @@ def progress(entry: RunEntry, now: float, wall_clock: float | None = None) -> Pr
     return Progress(step, total, elapsed, eta, "training", text)
 
 
+@dataclass(frozen=True)
+class Bar:
+    """The one progress bar under the buttons: of the newest of the latest run, a search and a profile."""
+
+    value: int
+    max: int
+    style: str  # ipywidgets' bar_style: info while going, then success, warning or danger
+    text: str
+
+
+RUN_BAR_STYLES = {"failed": "danger", "stopped": "warning", "completed": "success"}
+
+
+def bar(state: DashboardState, now: float, wall_clock: float | None = None) -> Bar | None:
+    """What the progress bar shows (None: hidden, nothing has started). The newest thing started is shown: a
+    profile or search started after the latest run replaces its line until a run starts again."""
+    search, latest, profiling = state.search, state.latest, state.profiling
+    started = {"run": latest, "search": search, "profile": profiling}  # on a tie, the later in this order
+    newest = max((name for name, item in started.items() if item is not None),
+                 key=lambda name: (started[name].started_at, list(started).index(name)), default=None)
+    if newest == "profile":
+        done = profiling.done
+        count = max(1, len(profiling.labels))
+        style = (("success" if profiling.data is not None else "danger" if profiling.error else "warning")
+                 if done else "info")
+        return Bar(count if done else profiling.current, count, style, profile_text(profiling, now))
+    if newest == "search":
+        event = search.progress
+        count = max(1, int(event.get("of") or 1))
+        value = count if search.done else min(int(event.get("candidate") or 0), count)
+        style = "danger" if search.error else "success" if search.done else "info"
+        return Bar(value, count, style, search_text(search, now))
+    if newest is None:
+        return None
+    shown = progress(latest, now, wall_clock)
+    total = max(1, shown.total or max(1, shown.step))  # an epoch-sized run before it says how many: no false end
+    return Bar(min(shown.step, total), total, RUN_BAR_STYLES.get(latest.status, "info"), shown.text)
+
+
 # -- status line and message -----------------------------------------------------------------
 
 
