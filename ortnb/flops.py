@@ -14,7 +14,7 @@ import os
 import time
 
 from . import files
-from .backends.ort_extensions import cache_root
+from .cache_folder import cache_root
 
 MATMUL_SIZE = 2048  # the largest size tried; smaller when one product already takes long enough
 MIN_SECONDS = 0.05  # per product: long enough to time, short enough on a CPU that emulates bf16

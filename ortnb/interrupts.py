@@ -15,7 +15,7 @@ import threading
 from contextlib import contextmanager
 
 ENDING = (signal.SIGTERM, signal.SIGHUP)  # raised as Terminated; SIGINT already raises KeyboardInterrupt
-ALL = (signal.SIGINT, *ENDING)
+ALL = (signal.SIGINT, *ENDING)  # every signal that ends a command, a run's supervisor or an edge worker gracefully
 
 
 class Terminated(KeyboardInterrupt):

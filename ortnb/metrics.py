@@ -7,14 +7,14 @@ through this module.
 
 from __future__ import annotations
 
-from .runs.records import FINAL_EVENTS, STEP_COLUMNS  # noqa: F401 - FINAL_EVENTS: read through metrics too
+from .runs.records import (  # noqa: F401 - FINAL_EVENTS and PHASES: read through metrics too
+    FINAL_EVENTS, LOADING_MODEL, PHASES, STEP_COLUMNS, TOKENIZING, TOKENIZING_CACHED)
 from .runs.stream_read import (  # noqa: F401 - the read side, read through metrics too
     MetricsReader, current_phase, events, final_event, parse_lines, steps)
 from .stats import iqr, median, quartiles
 
-PHASES = ("loading model", "tokenizing", "starting training", "ONNX export", "graph build", "first step")
 EVAL_BEFORE_STEP_1 = "evaluation before step 1"
-BEFORE_TRAINING = ("loading model", "tokenizing", "tokenizing (cached)")  # phases that are not the first step's
+BEFORE_TRAINING = (LOADING_MODEL, TOKENIZING, TOKENIZING_CACHED)  # phases that are not the first step's
 
 
 def startup_phases(records: list[dict]) -> dict[str, float]:
@@ -32,8 +32,8 @@ def startup_phases(records: list[dict]) -> dict[str, float]:
     found: dict[str, float] = {}
     for event, end in zip(phases, ends):
         name = event.get("phase")
-        if name == "tokenizing" and data.get("cached"):
-            name = "tokenizing (cached)"
+        if name == TOKENIZING and data.get("cached"):
+            name = TOKENIZING_CACHED
         found[name] = found.get(name, 0.0) + max(0.0, end - event["time"])
     return _evaluation_apart(found, phases, ends, records)
 

@@ -34,11 +34,11 @@ def test_data_sits_below_models():
     assert _imports("data", ("ortnb.models",)) == []
 
 
-def test_datas_one_reach_into_a_backend_is_the_cache_folder():
-    # The cache folder's location lives in backends/ort_extensions.cache_root (tuning/, edge/ and flops.py read it
-    # there too); giving it an owner of its own is issue 35's step 5. No other backend import may join it.
+def test_data_reaches_into_no_backend():
+    # The token cache once took the cache folder from backends/ort_extensions; the folder has an owner of its own
+    # now (ortnb/cache_folder.py), below every user of it.
     found = [re.sub(r":\d+ ", " ", where) for where in _imports("data", ("ortnb.backends", "ortnb.training"))]
-    assert found == ["data/token_cache.py imports ortnb.backends.ort_extensions.cache_root"]
+    assert found == []
 
 
 @pytest.mark.parametrize("old, new", [

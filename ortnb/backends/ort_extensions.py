@@ -20,14 +20,9 @@ import time
 from pathlib import Path
 
 from .._imports import ort_version, require_ort_training
+from ..cache_folder import cache_root  # noqa: F401 - the cache folder's owner; read here too, as before
 
 EXTENSION = "aten_op_executor"
-
-
-def cache_root() -> Path:
-    base = os.environ.get("ORTNB_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ortnb")
-    return Path(base)
 
 
 def extension_dir() -> Path:

@@ -27,6 +27,7 @@ import torch
 
 from .._imports import ort_version, package_version
 from ..errors import OrtFallbackError, OrtnbWarning
+from ..runs.records import FIRST_STEP, GRAPH_BUILD, ONNX_EXPORT
 from . import ort_compat, ort_noise
 from .attention import AttentionSwitch, restore_attention, use_eager_attention
 from .custom_functions import guard_custom_autograd_functions
@@ -284,8 +285,8 @@ def _watch_phases(tracker, stats: "EngineStats") -> None:
     and graph builds: a re-export for a new input shape would be a silent slowdown."""
     from onnxruntime.training.ortmodule._logger import ORTModuleInitPhase
 
-    begins = {ORTModuleInitPhase.EXPORT: "ONNX export", ORTModuleInitPhase.GRAPH_BUILDER_INIT: "graph build",
-              ORTModuleInitPhase.BUILD_GRAPH: "graph build"}
+    begins = {ORTModuleInitPhase.EXPORT: ONNX_EXPORT, ORTModuleInitPhase.GRAPH_BUILDER_INIT: GRAPH_BUILD,
+              ORTModuleInitPhase.BUILD_GRAPH: GRAPH_BUILD}
     start, end = tracker.start, tracker.end
     last = [None]
 
@@ -306,7 +307,7 @@ def _watch_phases(tracker, stats: "EngineStats") -> None:
     def on_end(phase):
         end(phase)
         if phase == ORTModuleInitPhase.CREATE_SESSION:
-            announce("first step")
+            announce(FIRST_STEP)
 
     tracker.start, tracker.end = on_start, on_end
 

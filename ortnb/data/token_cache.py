@@ -24,8 +24,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import files
+from .. import cache_folder, files
+from ..vocabulary import Task
 from . import preparation
+from .builtin import DATASETS
 from .columns import DEFAULT, Columns
 
 FORMAT = 3  # 2: entries hold a bucket of rows and the count before it (train_total); 3: and their content hash
@@ -34,9 +36,7 @@ ENTRY = "entry.json"
 
 
 def cache_root() -> Path:
-    from ..backends.ort_extensions import cache_root as ortnb_cache
-
-    return ortnb_cache() / "tokenized"
+    return cache_folder.cache_root() / "tokenized"
 
 
 @dataclass
@@ -67,7 +67,7 @@ def prepare(dataset, task: str, tokenizer, seq_len: int, *, plan, seed: int = 0,
     other lengths or batch sizes (tune's candidates, compare's configurations) share one entry."""
     began = time.perf_counter()
     root = Path(root) if root is not None else cache_root()
-    bucket = rows_bucket(train_samples) if task != "causal-lm" else None  # a causal LM reads all its blocks
+    bucket = rows_bucket(train_samples) if task != Task.CAUSAL_LM else None  # a causal LM reads all its blocks
     key = cache_key(dataset, task, tokenizer, seq_len, plan=plan, seed=seed, train_samples=bucket,
                     labels=labels, padding=padding, columns=columns)
     note = None
@@ -125,7 +125,7 @@ def cache_key(dataset, task: str, tokenizer, seq_len: int, *, plan, seed: int, t
     return hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
-BUILT_IN = ("rotten_tomatoes", "hamlet")
+BUILT_IN = tuple(DATASETS)  # the built-in datasets, keyed by name: they ship with ortnb
 
 
 def data_identity(dataset) -> str | None:

@@ -132,11 +132,11 @@ def run(run_dir: Path, cfg: EdgeConfig, writer, api, fixes: list[str], stop, aft
     ``after_step(step)`` runs before anything of a step is written and may raise to end the run
     (Recorder.check_folder: the folder was deleted under it)."""
     run_dir = Path(run_dir)
-    writer.event("phase", phase="loading model")
+    writer.event("phase", phase=records.LOADING_MODEL)
     started = time.perf_counter()
     session = open_session(api, cfg)
     info = session.info
-    writer.event("phase", phase="tokenizing")
+    writer.event("phase", phase=records.TOKENIZING)
     tokenizer = Path(cfg.artifacts_dir) / info.tokenizer if info.tokenizer else None
     train_rows = batches.encode(batches.read_rows(cfg.dataset), info, tokenizer, "dataset")
     data = batches.Batches(train_rows, cfg.batch_size, cfg.seed, info.pad_token_id)
@@ -150,11 +150,11 @@ def run(run_dir: Path, cfg: EdgeConfig, writer, api, fixes: list[str], stop, aft
                  trainable_parameters=info.trainable_parameters)
     if held_out is not None:
         writer.write(records.evaluation(session.step, metric="accuracy", **evaluate(session, held_out)))
-    writer.event("phase", phase="first step")
-    outcome, step, first_step_s = "completed", session.step, None
+    writer.event("phase", phase=records.FIRST_STEP)
+    outcome, step, first_step_s = records.COMPLETED, session.step, None
     while step < cfg.steps:
         if stop():
-            outcome = "stopped"
+            outcome = records.STOPPED
             break
         step += 1
         inputs, labels = data.batch(step)
@@ -175,12 +175,12 @@ def run(run_dir: Path, cfg: EdgeConfig, writer, api, fixes: list[str], stop, aft
         if held_out is not None and cfg.eval_every and step % cfg.eval_every == 0 and step < cfg.steps:
             writer.write(records.evaluation(step, metric="accuracy", **evaluate(session, held_out)))
     saved = save(session, run_dir, step)
-    if held_out is not None and outcome == "completed":
+    if held_out is not None and outcome == records.COMPLETED:
         writer.write(records.evaluation(step, metric="accuracy", **evaluate(session, held_out)))
     session.module.export_model_for_inferencing(str(run_dir / INFERENCE_MODEL), [info.output])
     writer.event("engine", **engine_report(info, fixes, first_step_s))
     writer.event(outcome, step=step, checkpoint=str(saved), inference_model=str(run_dir / INFERENCE_MODEL),
-                 **({"forced": False} if outcome == "stopped" else {}))
+                 **({"forced": False} if outcome == records.STOPPED else {}))
     return outcome
 
 

@@ -51,7 +51,7 @@ class WebRuntimeChanged(ValueError):
 
 
 def folder() -> Path:
-    from ..backends.ort_extensions import cache_root
+    from ..cache_folder import cache_root
 
     return Path(os.environ.get("ORTNB_WEB_RUNTIME") or cache_root() / "onnxruntime-web" / VERSION)
 

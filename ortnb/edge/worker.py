@@ -15,6 +15,7 @@ from .notorch import hide_torch
 
 def main(argv: list[str] | None = None) -> int:
     hide_torch()  # first: nothing below may reach for PyTorch
+    from .. import interrupts
     from ..runs import control
     from ..runs.layout import CONFIG
     from ..runs.recorder import Recorder
@@ -26,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     # No supervisor above this process: it owns the run's status.json
     recorder = Recorder.open(run_dir, owns_status=True)
     signalled: list[int] = []
-    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):  # end after the step in progress, with a checkpoint
+    for signum in interrupts.ALL:  # end after the step in progress, with a checkpoint
         signal.signal(signum, lambda number, _frame: signalled.append(number))
     try:
         cfg = EdgeConfig.from_json(run_dir / CONFIG)

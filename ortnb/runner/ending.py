@@ -13,9 +13,9 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from .. import interrupts
+from ..runs.control import SETTLE_S
 
 STOP_S = 30.0  # how long a run asked to stop may finish its step (stop()'s default) before it is forced
-SETTLE_S = 30.0  # after the final event, how long the processes get to exit (torchrun tears down)
 KILL_S = 5.0  # after the last resort, how long wait() looks for the processes to be gone
 
 

@@ -50,5 +50,5 @@ class SupervisorWatch:
 
 def _supervisor(run_dir: Path) -> dict | None:
     """The supervisor's record (it writes it before it starts the ranks); None without one."""
-    entry = liveness.read_processes(run_dir).get("supervisor")
+    entry = liveness.read_processes(run_dir).get(liveness.SUPERVISOR)
     return entry if entry is not None and "pid" in entry else None

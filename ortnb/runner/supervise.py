@@ -16,7 +16,7 @@ import sys
 import threading
 from pathlib import Path
 
-from .. import files
+from .. import files, interrupts
 from ..config import RunConfig
 from ..metrics import final_event, steps
 from ..runs import control, layout, liveness, status_file
@@ -24,7 +24,6 @@ from . import torchrun
 from ..runs.stream_write import append_event
 
 GRACE_S = 30.0  # a supervisor told to end lets the ranks finish their step and checkpoint, as stop() does
-ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
 def worker_command(cfg: RunConfig, run_dir: Path, launcher_args: list[str] | None = None) -> list[str]:
@@ -81,7 +80,7 @@ def describe_exit(returncode: int) -> str:
 
 def supervise(run_dir: Path, launcher_args: list[str] | None = None) -> int:
     run_dir = Path(run_dir).resolve()
-    liveness.record_process(run_dir, "supervisor", os.getpid())
+    liveness.record_process(run_dir, liveness.SUPERVISOR, os.getpid())
     status_file.reserve(run_dir)  # room for the final status even if the disk fills up later
     heartbeat = liveness.start_heartbeat(run_dir)
     cfg = RunConfig.from_json(run_dir / layout.CONFIG)
@@ -112,14 +111,14 @@ def supervise(run_dir: Path, launcher_args: list[str] | None = None) -> int:
             return
         grace.start()
 
-    for signum in ENDING_SIGNALS:  # before the ranks start, so that no signal can orphan them
+    for signum in interrupts.ALL:  # before the ranks start, so that no signal can orphan them
         signal.signal(signum, on_signal)
     with open(run_dir / layout.LOG, "ab") as log:
         ranks = subprocess.Popen(worker_command(cfg, run_dir, launcher_args),
                                  env=worker_environment(cfg, launcher_args),
                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     started.append(ranks)
-    liveness.record_process(run_dir, "ranks", ranks.pid)
+    liveness.record_process(run_dir, liveness.RANKS, ranks.pid)
     if terminated and not grace.is_alive():  # a signal came while they were being started
         terminate_ranks()
     returncode = ranks.wait()

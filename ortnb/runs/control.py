@@ -12,6 +12,8 @@ from pathlib import Path
 from .. import files
 from . import layout, liveness
 
+SETTLE_S = 30.0  # after a run's final event, how long its processes get to exit (torchrun tears down)
+
 
 def request_stop(run_dir: Path, timeout: float) -> None:
     """Create RUN_DIR/STOP (the ranks only test that it exists); it also says how long stop() waits,

@@ -167,10 +167,20 @@ def run_peak(run_dir: Path) -> float | None:
     return value if isinstance(value, (int, float)) and value > 0 else None
 
 
+# A run folder is "<YYYYmmdd-HHMMSS>-<slug of the label>[-N]" and one file name holds at most 255 bytes on Linux,
+# macOS and Windows file systems: 16 bytes of time, up to 4 of suffix; NAME_LIMIT is what is left for the slug.
+STARTED = "%Y%m%d-%H%M%S"
+NAME_LIMIT = 255 - len("20260101-120000-") - len("-999")
+
+
+def slug(label: str) -> str:
+    """The label as a run folder names it: lower-case letters and digits, each other run of characters one "-"."""
+    return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
+
+
 def new_run_dir(output_dir: str | Path, label: str) -> Path:
     """A fresh directory under output_dir: <time>-<label>, with -2, -3 ... if that exists already."""
-    slug = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-") or "run"
-    base = Path(output_dir).expanduser().resolve() / f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}"
+    base = Path(output_dir).expanduser().resolve() / f"{time.strftime(STARTED)}-{slug(label) or 'run'}"
     for attempt in range(1, 1000):
         candidate = base if attempt == 1 else base.with_name(f"{base.name}-{attempt}")
         try:

@@ -31,8 +31,11 @@ from . import layout, stall
 
 HEARTBEAT_S = 2.0
 STALE_S = 10.0  # five missed heartbeats
-ROLES = ("supervisor", "ranks", "writer")
-_DESCRIPTIONS = {"supervisor": "the supervisor", "ranks": "the ranks", "writer": "the writing rank"}
+# The processes a run records (pid-<role>.json): the supervisor (a trainer run's; an edge run has none), the ranks
+# it starts (torchrun or the one worker) and the writing rank (the one that writes the metrics stream)
+SUPERVISOR, RANKS, WRITER = "supervisor", "ranks", "writer"
+ROLES = (SUPERVISOR, RANKS, WRITER)
+_DESCRIPTIONS = {SUPERVISOR: "the supervisor", RANKS: "the ranks", WRITER: "the writing rank"}
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -242,7 +245,7 @@ def explain(processes: dict[str, dict], states: dict[str, bool | None], age: flo
         parts.append(f"{' and '.join(ended)} ended without writing a final event")
     if elsewhere:
         parts.append(f"{' and '.join(elsewhere)} cannot be checked from this host and stopped beating")
-    if "ranks" not in processes and "writer" not in processes:
+    if RANKS not in processes and WRITER not in processes:
         parts.append("the ranks were never started")
     if refused and not ended and not elsewhere:
         return (f"{'; '.join(parts)}; {heartbeat}. No process this folder can vouch for runs the run: see run.log "
@@ -256,7 +259,7 @@ def rank_processes(processes: dict[str, dict]) -> list:
     psutil.Process objects, [] where this host cannot tell."""
     import psutil
 
-    entry = processes.get("ranks")
+    entry = processes.get(RANKS)
     if not entry or process_alive(entry) is not True:
         return []
     try:

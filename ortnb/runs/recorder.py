@@ -56,7 +56,7 @@ class Recorder:
         run_dir = Path(run_dir)
         if not writes:
             return cls(run_dir, rank, None)
-        liveness.record_process(run_dir, "writer", os.getpid())
+        liveness.record_process(run_dir, liveness.WRITER, os.getpid())
         if owns_status:
             status_file.reserve(run_dir)
         writer = make_writer(run_dir / layout.METRICS)

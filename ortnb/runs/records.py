@@ -12,12 +12,21 @@ from __future__ import annotations
 
 import time
 
+from ..vocabulary import METRICS
+
 # tokens_per_s counts padded tokens (the work the engine did); real_tokens_per_s the text trained on.
 STEP_COLUMNS = ["step", "wall_time", "step_time", "samples_per_s", "tokens_per_s", "real_tokens_per_s", "seq_len",
                 "loss", "learning_rate", "grad_norm", "peak_rss_mb", "gpu_memory_mb", "optimizer_state_mb", "mfu",
                 "other_cpu"]
-FINAL_EVENTS = ("completed", "stopped", "failed")
-METRICS = ("loss", "accuracy", "f1")  # what an evaluation may be judged by
+COMPLETED, STOPPED, FAILED = "completed", "stopped", "failed"
+FINAL_EVENTS = (COMPLETED, STOPPED, FAILED)  # how a run ends: its last event, and the status in status.json
+# What a run is doing before its first step ends, as its "phase" events name it (in the order a trainer run with
+# backend ort goes through them; ORTModule's first forward announces the ONNX export, the graph build and the
+# first step itself). A view that shows startup reads these names.
+LOADING_MODEL, TOKENIZING, STARTING_TRAINING = "loading model", "tokenizing", "starting training"
+ONNX_EXPORT, GRAPH_BUILD, FIRST_STEP = "ONNX export", "graph build", "first step"
+PHASES = (LOADING_MODEL, TOKENIZING, STARTING_TRAINING, ONNX_EXPORT, GRAPH_BUILD, FIRST_STEP)
+TOKENIZING_CACHED = "tokenizing (cached)"  # tokenizing, when the data event says the rows came from the token cache
 
 
 def step(step: int, *, step_time: float, samples: int, loss: float, padded_tokens: int | None = None,

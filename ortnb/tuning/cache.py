@@ -29,7 +29,7 @@ NOT_MEASURED = ("model", "dataset", "text_column", "label_column", "max_steps", 
 
 def directory(given: str | os.PathLike | None) -> Path:
     """``given``, else ``$ORTNB_CACHE/tune`` (``~/.cache/ortnb/tune``)."""
-    from ..backends.ort_extensions import cache_root
+    from ..cache_folder import cache_root
 
     return Path(given).expanduser() if given is not None else cache_root() / "tune"
 
@@ -184,7 +184,10 @@ def _is(value, kind) -> bool:
 
 
 def _same(value, allowed) -> bool:
-    return type(value) is type(allowed) and value == allowed
+    """The same value of the same kind (True is not 1, nor 1 1.0); text is text, a vocabulary's member
+    (Backend.ORT) included, as JSON stores it."""
+    kinds = [str if isinstance(v, str) else type(v) for v in (value, allowed)]
+    return kinds[0] is kinds[1] and value == allowed
 
 
 def _kind_name(kind) -> str:

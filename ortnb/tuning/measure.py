@@ -18,12 +18,12 @@ from typing import Callable
 from .. import metrics
 from ..config import RunConfig
 from ..runner.ending import end, ended_after
+from ..runs.control import SETTLE_S
 from .search import Interrupted, Limits
 from .space import WARMUP_STEPS, Candidate
 
 POLL_S = 0.25
 MIN_MEASURED = 2  # steps after warm-up a run needs for its samples/s to count
-SETTLE_S = 30.0  # after the final event, how long the processes get to exit (torchrun tears down)
 STOP_S = 2.0  # how long an interrupted run may finish its step before it is terminated: it is discarded anyway
 
 

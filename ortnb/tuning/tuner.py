@@ -24,7 +24,7 @@ from .space import RUNG1_STEPS, default_grid
 
 __all__ = ["DEFAULT_BUDGET_S", "candidate_configs", "minimum_budget", "tune"]
 
-DEFAULT_BUDGET_S = 180.0
+DEFAULT_BUDGET_S = 180  # seconds; whole, so the Dashboard's budget box (an integer field) shows it as is
 WARM_CLOSE_S = 10.0  # the warm worker's last run was stopped or has ended: it only has to exit
 
 

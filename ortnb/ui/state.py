@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from ..charts import PALETTE
 from ..config import RunConfig
+from ..runs.records import FINAL_EVENTS as FINAL  # how a run ends; read as state.FINAL too
 
 ACTIVE = ("starting", "running", "stalled")  # a stalled run still holds its processes: Stop ends it
-FINAL = ("completed", "stopped", "failed")
 
 
 @dataclass(frozen=True)
