@@ -211,13 +211,12 @@ def chosen_configs(options: argparse.Namespace, base, verb: str, default) -> lis
 
 def parse_vary(specs: list[str]) -> dict[str, list]:
     """``["backend=eager,ort", "batch_size=8,16"]`` -> ``{"backend": ["eager", "ort"], "batch_size": [8, 16]}``,
-    each value converted to its RunConfig field's type; every problem reported at once as a ConfigError."""
-    import dataclasses
-
-    from .config import RunConfig
+    each value read by its RunConfig field's declared type (config.parse_value: ``length_grouping=true,false`` are
+    booleans, ``backend=`` one of the backends); every problem reported at once as a ConfigError."""
+    from .config import fields, parse_value
     from .errors import ConfigError
 
-    kinds = {f.name: str(f.type) for f in dataclasses.fields(RunConfig)}
+    known = fields()
     choices: dict[str, list] = {}
     problems = []
     for spec in specs:
@@ -225,28 +224,18 @@ def parse_vary(specs: list[str]) -> dict[str, list]:
         name = name.strip().replace("-", "_")
         if not sep or not values.strip():
             problems.append(f"--vary {spec!r}: write FIELD=VALUE1,VALUE2, for example --vary backend=eager,ort.")
-        elif name not in kinds:
-            problems.append(f"--vary {spec!r}: {name} is not a RunConfig field; known: {', '.join(kinds)}.")
+        elif name not in known:
+            problems.append(f"--vary {spec!r}: {name} is not a RunConfig field; known: {', '.join(known)}.")
         elif name in choices:
             problems.append(f"--vary {name} is given twice; list all its values in one --vary {name}=A,B.")
         else:
             try:
-                choices[name] = [_field_value(kinds[name], text.strip()) for text in values.split(",")]
-            except ValueError:
-                problems.append(f"--vary {spec!r}: {name} takes {kinds[name]} values.")
+                choices[name] = [parse_value(name, text.strip()) for text in values.split(",")]
+            except ValueError as error:
+                problems.append(f"--vary {spec!r}: {error}.")
     if problems:
         raise ConfigError(problems)
     return choices
-
-
-def _field_value(kind: str, text: str):
-    if text.lower() == "none" and "None" in kind:
-        return None
-    if kind.startswith("int"):
-        return int(text)
-    if kind.startswith("float"):
-        return float(text)
-    return text
 
 
 def _column_arguments(parser: argparse.ArgumentParser) -> None:

@@ -10,32 +10,23 @@ import inspect
 import json
 import os
 import textwrap
+import types
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from .runs.layout import EDGE, TRAINER, config_text, write_config
+from .vocabulary import (  # noqa: F401 - read through config too
+    FALSE, TRUE, Backend, Choice, Metric, Optimizer, Padding, Precision, Task)
 
 KIND = TRAINER  # config.json's "kind" for a RunConfig run folder (the kinds: runs/layout.py)
-
-
-class Precision(str, Enum):
-    NO = "no"
-    BF16 = "bf16"
-    FP16 = "fp16"
-
-
-class Task(str, Enum):
-    SEQUENCE_CLASSIFICATION = "sequence-classification"
-    CAUSAL_LM = "causal-lm"
 
 
 @dataclass
 class RunConfig:
     model: str = "minilm"
     """Model: a built-in name (minilm, smollm2, tiny-bert, tiny-llama), a local directory, or a Hub id."""
-    task: str | None = None
+    task: Task | None = None
     """sequence-classification or causal-lm; None picks the model's natural task."""
     dataset: Any = "rotten_tomatoes"
     """Training data: a built-in name (rotten_tomatoes, hamlet), a local .csv/.json/.jsonl/.txt file, or a datasets.Dataset."""
@@ -43,11 +34,11 @@ class RunConfig:
     """The column of dataset (and eval_dataset) that holds each row's text, e.g. review; a plain .txt file is all text."""
     label_column: str = "label"
     """The column of dataset (and eval_dataset) that holds each row's class, an id 0..K-1 or a name, e.g. sentiment; a causal LM reads none."""
-    backend: str = "ort"
+    backend: Backend = Backend.ORT
     """What runs the training steps: ort (ONNX Runtime), eager (PyTorch) or compile (torch.compile)."""
-    optim: str = "adamw_torch"
+    optim: Optimizer = Optimizer.ADAMW_TORCH
     """Optimizer: adamw_torch, adamw_torch_fused (PyTorch's fused AdamW) or adamw_ort_fused (ORT, CUDA only)."""
-    precision: str = "no"
+    precision: Precision = Precision.NO
     """Mixed precision: no (fp32), bf16 or fp16."""
     zero_stage: int = 0
     """DeepSpeed ZeRO stage: 0 (off: DDP when several processes), 1 (optimizer state sharded) or 2 (+ gradients)."""
@@ -57,7 +48,7 @@ class RunConfig:
     """Samples per step on each process."""
     seq_len: int = 128
     """Most tokens per sample: longer texts are cut (see padding for shorter ones)."""
-    padding: str | None = None
+    padding: Padding | None = None
     """How a batch is padded: longest (to its longest row, rounded up to a multiple of 8) or max_length (every row to seq_len, as Optimum's published examples did). None: longest for classification; a causal LM trains on full blocks of seq_len tokens and needs none."""
     length_grouping: bool | None = None
     """Put rows of similar length in the same batch (Trainer's length-grouped sampler), so little padding is left. None: on when padding is longest."""
@@ -81,7 +72,7 @@ class RunConfig:
     """Most held-out rows evaluated each time (None: all of them); fewer make each evaluation quicker and noisier."""
     eval_every: int | None = None
     """Optimizer steps between evaluations; None: five evaluations spread over the run. The run is also evaluated before its first step and after its last."""
-    metric: str | None = None
+    metric: Metric | None = None
     """What "best" means: accuracy or f1 (macro-F1) for classification, perplexity for a causal LM, or loss (the eval loss). None: accuracy, or perplexity for a causal LM."""
     early_stopping_patience: int | None = None
     """Stop after this many evaluations in a row without a better metric (None: never stop early)."""
@@ -103,6 +94,12 @@ class RunConfig:
         for name in ("model", "dataset", "eval_dataset", "output_dir"):
             if isinstance(getattr(self, name), os.PathLike):
                 setattr(self, name, os.fspath(getattr(self, name)))
+        # A known value becomes its enum member (equal to the text it was); anything else stays as given, for
+        # validate() to name (a hand-written config may hold any value)
+        for name, vocabulary in CHOICES.items():
+            value = getattr(self, name)
+            if isinstance(value, str) and not isinstance(value, vocabulary) and value in vocabulary.values():
+                setattr(self, name, vocabulary(value))
 
     # -- help, labels, JSON ----------------------------------------------------------------
 
@@ -173,6 +170,7 @@ class RunConfig:
         return dataclasses.replace(self, **changes)
 
 
+CHOICES = {"task": Task, "backend": Backend, "optim": Optimizer, "precision": Precision}  # the fields of a vocabulary
 DEFAULT_STEPS = 60  # what a run trains when neither max_steps nor epochs is set
 
 
@@ -196,6 +194,46 @@ def value_kind(value) -> str:
 
 def fields() -> list[str]:
     return [f.name for f in dataclasses.fields(RunConfig)]
+
+
+def parse_value(name: str, text: str):
+    """A RunConfig field's value from text (``ortnb compare/tune/profile --vary FIELD=A,B``), read by the field's
+    declared type: a yes/no field from true/false (yes/no, 1/0, on/off), a number field as an int or a float, a
+    closed field (backend, optim, precision, task, padding) as one of its values; ``none`` where the field may be
+    None; any other field keeps the text. ValueError naming the field and what it takes, for anything else."""
+    declared = _field_types()[name]
+    choices = tuple(declared.__args__) if get_origin(declared) is Literal else None
+    optional, kind = False, declared
+    if get_origin(declared) in (Union, types.UnionType):
+        kinds = [k for k in get_args(declared) if k is not type(None)]
+        optional = len(kinds) < len(get_args(declared))
+        kind = kinds[0] if len(kinds) == 1 else Any
+        choices = tuple(get_args(kind)) if get_origin(kind) is Literal else None
+    word = text.strip().lower()
+    if optional and word == "none":
+        return None
+    or_none = " or none" if optional else ""
+    if kind is bool:
+        if word in TRUE + FALSE:
+            return word in TRUE
+        raise ValueError(f"{name} takes true or false (also yes/no, 1/0){or_none}, got {text!r}")
+    if kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            raise ValueError(f"{name} takes {kind.__name__} values{or_none}, got {text!r}") from None
+    if isinstance(kind, type) and issubclass(kind, Choice):
+        choices = kind.values()
+    if choices is not None:
+        if text in choices:
+            return kind(text) if isinstance(kind, type) else text
+        raise ValueError(f"{name} takes one of {', '.join(choices)}{or_none}, got {text!r}")
+    return text
+
+
+@functools.cache
+def _field_types() -> dict:
+    return get_type_hints(RunConfig)
 
 
 @functools.cache

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .vocabulary import Task
+
 CLASSIFICATION_METRICS = ("accuracy", "f1", "loss")
 CAUSAL_METRICS = ("perplexity", "loss")
 HIGHER_IS_BETTER = {"accuracy": True, "f1": True, "loss": False, "perplexity": False}
@@ -23,11 +25,11 @@ WRONG_SHOWN = 5
 
 
 def default_metric(task: str) -> str:
-    return "perplexity" if task == "causal-lm" else "accuracy"
+    return "perplexity" if task == Task.CAUSAL_LM else "accuracy"
 
 
 def metrics_for(task: str) -> tuple[str, ...]:
-    return CAUSAL_METRICS if task == "causal-lm" else CLASSIFICATION_METRICS
+    return CAUSAL_METRICS if task == Task.CAUSAL_LM else CLASSIFICATION_METRICS
 
 
 def eval_interval(max_steps: int, eval_every: int | None) -> int:

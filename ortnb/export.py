@@ -22,14 +22,15 @@ import torch
 from . import _imports, files
 from .backends.ort_symbolics import training_only_nodes, without_training_symbolics
 from .errors import ConfigError, ExportParityError, OrtnbWarning
+from .vocabulary import Task
 
 # task -> (transformers' name table used to recognise architectures, Auto class, output field)
 TASKS = {
-    "sequence-classification": ("MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES",
-                                "AutoModelForSequenceClassification", "logits"),
+    Task.SEQUENCE_CLASSIFICATION: ("MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES",
+                                   "AutoModelForSequenceClassification", "logits"),
     "token-classification": ("MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING_NAMES", "AutoModelForTokenClassification", "logits"),
     "masked-lm": ("MODEL_FOR_MASKED_LM_MAPPING_NAMES", "AutoModelForMaskedLM", "logits"),
-    "causal-lm": ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "AutoModelForCausalLM", "logits"),
+    Task.CAUSAL_LM: ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "AutoModelForCausalLM", "logits"),
     "feature-extraction": ("MODEL_MAPPING_NAMES", "AutoModel", "last_hidden_state"),
 }
 _SEED = 1234  # fixed so two exports of the same model see the same sample inputs
@@ -249,7 +250,7 @@ def _export(wrapper, inputs, path: Path, task: str, output_names, opset: int) ->
     names = list(inputs)
     dynamic_axes = {n: {0: "batch", 1: "sequence"} for n in names}
     # every task but sequence classification returns one row per token
-    out_axes = {0: "batch"} if task == "sequence-classification" else {0: "batch", 1: "sequence"}
+    out_axes = {0: "batch"} if task == Task.SEQUENCE_CLASSIFICATION else {0: "batch", 1: "sequence"}
     dynamic_axes.update({n: out_axes for n in output_names})
     path.parent.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings():

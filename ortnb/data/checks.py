@@ -17,12 +17,12 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..vocabulary import Task
 from . import readers
-from .columns import DEFAULT, Columns, missing_column
+from .builtin import DATASETS
+from .columns import DEFAULT, LABEL, TEXT, Columns, missing_column
 
-
-CLASSIFICATION = "sequence-classification"
-TEXT, LABEL = "text", "label"
+CLASSIFICATION = Task.SEQUENCE_CLASSIFICATION
 ALL_EMPTY = ("{name}: every row's {column!r} is empty or blank, so the model would train on nothing but special "
              "tokens; put the text in the {column!r} column.")
 
@@ -55,8 +55,10 @@ class Look:
     rows: int | None = None  # None when unknown (built-ins, plain text)
 
 
-BUILT_IN = {"rotten_tomatoes": Look(labels=Labels(2)), "hamlet": Look()}
-BUILT_IN_COLUMNS = {"rotten_tomatoes": [TEXT, LABEL], "hamlet": [TEXT]}
+# The built-in datasets (builtin.DATASETS) as a look finds them: rotten_tomatoes' two classes (fresh, rotten), and
+# the causal-LM text of hamlet
+BUILT_IN_COLUMNS = {name: [TEXT] if asset.task == Task.CAUSAL_LM else [TEXT, LABEL] for name, asset in DATASETS.items()}
+BUILT_IN = {name: Look(labels=Labels(2)) if LABEL in columns else Look() for name, columns in BUILT_IN_COLUMNS.items()}
 
 
 def look(dataset, task: str | None, columns: Columns = DEFAULT) -> Look:
@@ -153,7 +155,7 @@ def _key(value):
 
 
 def _needed(columns: Columns, task: str) -> list[str]:
-    return columns.needed("causal-lm" if task != CLASSIFICATION else task)
+    return columns.needed(Task.CAUSAL_LM if task != CLASSIFICATION else task)
 
 
 def text_problems(name: str, values: list[tuple[str, object]], column: str = TEXT) -> list[str]:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..vocabulary import Task
+
 TEXT, LABEL = "text", "label"
-CAUSAL_LM = "causal-lm"
+CAUSAL_LM = Task.CAUSAL_LM
 FIELDS = {"text_column": TEXT, "label_column": LABEL}  # RunConfig's fields and their defaults
 
 

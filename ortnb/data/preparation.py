@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..vocabulary import Task
 from . import builtin, checks, readers
 from .checks import Labels
 from .columns import DEFAULT, LABEL, TEXT, Columns, pick
@@ -26,7 +27,7 @@ from .columns import DEFAULT, LABEL, TEXT, Columns, pick
 def labels_for(dataset, task: str, columns: Columns = DEFAULT) -> Labels | None:
     """The classes a run on ``dataset`` trains, for the model's head (None for a causal LM); ConfigError naming the
     file and row when the data cannot train."""
-    return checks.labels(dataset, task, columns) if task != "causal-lm" else None
+    return checks.labels(dataset, task, columns) if task != Task.CAUSAL_LM else None
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def read_rows(dataset, task: str, labels: Labels | None = None, columns: Columns
         rows = _from_file(path, columns)
     else:  # a Dataset, or a save_to_disk folder (launch() stores in-memory datasets so)
         rows = _renamed(_load_from_disk(path) if path is not None else dataset, columns, task)
-    if task == "causal-lm":
+    if task == Task.CAUSAL_LM:
         return rows.select_columns([TEXT])
     return _with_class_ids(rows.select_columns([TEXT, LABEL]), labels)
 
@@ -76,7 +77,7 @@ def _renamed(rows, columns: Columns, task: str):
     """A Dataset's text and label columns under the names runs read; its other columns are left out."""
     if not columns.mapped:
         return rows
-    wanted = {columns.text: TEXT} if task == "causal-lm" else {columns.text: TEXT, columns.label: LABEL}
+    wanted = {columns.text: TEXT} if task == Task.CAUSAL_LM else {columns.text: TEXT, columns.label: LABEL}
     rows = rows.select_columns(list(wanted))
     # by way of names no column has, so that text_column="label" (a swap) renames cleanly
     rows = rows.rename_columns({old: f"__ortnb_{new}" for old, new in wanted.items()})
@@ -125,7 +126,7 @@ def splits(dataset, task: str, plan: EvalPlan, seed: int, labels: Labels | None 
         return train, None
     if plan.dataset is not None:
         return train, _cap(read_rows(plan.dataset, task, labels, columns), plan.samples)
-    if task == "causal-lm":
+    if task == Task.CAUSAL_LM:
         return train, None
     if isinstance(dataset, str) and dataset == "rotten_tomatoes":
         return train, _cap(builtin.rotten_tomatoes()[1], plan.samples)
@@ -159,7 +160,7 @@ def padding_plan(padding: str | None, length_grouping: bool | None, task: str) -
     """(padding, length grouping) a run uses. A causal LM trains on full blocks ("blocks": nothing to pad);
     classification pads each batch to its longest row unless told max_length, and groups rows of similar
     length whenever it pads per batch."""
-    if task == "causal-lm":
+    if task == Task.CAUSAL_LM:
         return "blocks", False
     padding = padding or "longest"
     return padding, (padding == "longest") if length_grouping is None else bool(length_grouping)
@@ -225,7 +226,7 @@ def prepare(dataset, task: str, tokenizer, seq_len: int, *, plan: EvalPlan = NO_
     """
     labels = labels or labels_for(dataset, task, columns)
     train, evaluation = splits(dataset, task, plan, seed, labels, columns)
-    if task == "causal-lm":
+    if task == Task.CAUSAL_LM:
         if evaluation is not None:  # held-out text of its own
             held, _ = tokenize_causal(evaluation, tokenizer, seq_len)
             return Prepared(tokenize_causal(train, tokenizer, seq_len)[0], _cap(held, plan.samples))
@@ -258,7 +259,7 @@ def build(dataset, task: str, tokenizer, seq_len: int, plan: EvalPlan = NO_EVALU
     if eval_samples is not None and plan == NO_EVALUATION:
         if eval_samples < 0:
             raise ValueError(f"eval_samples={eval_samples}: give the number of held-out rows (0 for none)")
-        plan = EvalPlan(enabled=eval_samples > 0, fraction=0.5 if task == "causal-lm" else 0.1,
+        plan = EvalPlan(enabled=eval_samples > 0, fraction=0.5 if task == Task.CAUSAL_LM else 0.1,
                         samples=eval_samples or None)
     prepared = prepare(dataset, task, tokenizer, seq_len, plan=plan, seed=seed, train_samples=train_samples,
                        labels=labels, padding=padding, columns=columns)

@@ -26,6 +26,7 @@ from pathlib import Path
 from .. import _imports
 from ..errors import ConfigError
 from ..progress import without_progress_bars
+from ..vocabulary import Task
 from . import fixes, manifest, trainable as trainable_names
 
 LOSSES = {"cross_entropy": "CrossEntropyLoss", "mse": "MSELoss", "bce_with_logits": "BCEWithLogitsLoss",
@@ -151,7 +152,7 @@ def _load(model_or_dir, tokenizer):
     model_or_dir = getattr(model_or_dir, "run_dir", model_or_dir)  # an ortnb Run: its run folder
     if isinstance(model_or_dir, (str, Path)):
         model, task = load_saved(Path(model_or_dir), None)
-        if task != "sequence-classification":
+        if task != Task.SEQUENCE_CLASSIFICATION:
             raise ConfigError(f"{model_or_dir} holds a {task} model; ortnb.edge trains sequence classifiers "
                               "(logits of shape batch x labels). Pass a sequence-classification model")
         folder = find_model_dir(Path(model_or_dir))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..runs.layout import EDGE, write_config
+from ..vocabulary import Task
 
 KIND = EDGE  # config.json's "kind": tells an edge run folder from a RunConfig one (runs/layout.py)
 
@@ -59,7 +60,7 @@ class EdgeConfig:
 
     @property
     def task(self) -> str:
-        return self._manifest().get("task", "sequence-classification")
+        return self._manifest().get("task", Task.SEQUENCE_CLASSIFICATION)
 
     @property
     def seq_len(self) -> int | None:

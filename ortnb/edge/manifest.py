@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..files import sha256_of
+from ..vocabulary import Task
 
 FILE = "ortnb-edge.json"
 TRAINING_MODEL, EVAL_MODEL, OPTIMIZER_MODEL, CHECKPOINT = ("training_model.onnx", "eval_model.onnx",
@@ -24,7 +25,7 @@ class Manifest:
     """The graph's data inputs in order (the labels input follows them)."""
     label_input: str = "labels"
     output: str = "logits"
-    task: str = "sequence-classification"
+    task: str = Task.SEQUENCE_CLASSIFICATION
     loss: str = "cross_entropy"
     optimizer: str = "adamw"
     seq_len: int = 128

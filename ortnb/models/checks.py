@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..data.checks import Labels
+from ..vocabulary import Task
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json", "spiece.model",
                    "tokenizer.model", "sentencepiece.bpe.model")
@@ -129,7 +130,7 @@ def tokenizer_problems(tokenizer, name: str, task: str, embeddings: int | None =
         return TokenizerLook((f"{name}'s tokenizer has only {size} tokens, so nearly every word would be read as "
                               "an unknown token; save the model's real tokenizer beside it "
                               f"(tokenizer.save_pretrained('{name}')).",))
-    if task == "causal-lm":
+    if task == Task.CAUSAL_LM:
         return TokenizerLook()  # full blocks of tokens: nothing is padded
     token, note = pad_choice(tokenizer.pad_token, tokenizer.eos_token, getattr(tokenizer, "unk_token", None))
     if token is None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import WeightsError
+from ..vocabulary import Task
 
 SAFETENSORS = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
@@ -181,7 +182,7 @@ def _meta_model(folder: str, task: str):
 
     from ..progress import without_progress_bars
 
-    auto = transformers.AutoModelForCausalLM if task == "causal-lm" else transformers.AutoModelForSequenceClassification
+    auto = transformers.AutoModelForCausalLM if task == Task.CAUSAL_LM else transformers.AutoModelForSequenceClassification
     try:
         with without_progress_bars(), torch.device("meta"):
             config = transformers.AutoConfig.from_pretrained(folder)

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 from .. import stats
-from ..config import RunConfig
+from ..config import RunConfig, Task
 from ..errors import ConfigError
 from ..hardware import Capabilities
 from ..validation import run_task, validate
@@ -83,7 +83,7 @@ def default_grid(base: RunConfig, caps: Capabilities, cuda_devices: int = 0) -> 
     else:
         grid["optim"] = fused or ["adamw_torch"]
     grid["precision"] = ["no"] + (["bf16", "fp16"] if caps.cuda else ["bf16"] if caps.bf16_cpu_native else [])
-    if run_task(base) != "causal-lm" and caps.cuda:
+    if run_task(base) != Task.CAUSAL_LM and caps.cuda:
         grid["padding"] = ["longest", "max_length"]  # length_grouping None: on with longest, off with max_length
     processes = [1, cuda_devices] if caps.cuda else [1, 2] if caps.cpu_cores >= 2 else [1]
     grid["num_processes"] = sorted({p for p in processes if p >= 1})

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import data_checks, datafiles
-from ..config import RunConfig
+from ..config import RunConfig, Task
 from ..data_columns import FIELDS, LABEL, TEXT, Columns
 from ..validation import run_task
 
@@ -83,7 +83,7 @@ def choices_for(config: RunConfig) -> ColumnChoices:
         return ColumnChoices()
     named = Columns.of(config)
     return ColumnChoices(columns, choice(columns, named.text, TEXT), choice(columns, named.label, LABEL), True,
-                         run_task(config) != "causal-lm")
+                         run_task(config) != Task.CAUSAL_LM)
 
 
 def config_changes(config: RunConfig, shown: ColumnChoices) -> dict:

@@ -13,7 +13,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from ..config import DEFAULT_STEPS, RunConfig
+from ..config import DEFAULT_STEPS, RunConfig, Task
 from ..data import padding_plan
 from ..evaluation import METRIC_NAMES, default_metric, metrics_for
 from ..views.markup import Markup, join, tag
@@ -33,7 +33,7 @@ CHOICE_LABELS = {
     "padding": {"longest": "per batch (longest row)", "max_length": "to sequence length"},
     "length_unit": {"steps": "steps", "epochs": "epochs"},
     "metric": METRIC_NAMES,
-    "task": {None: "the model's own", "sequence-classification": "classification", "causal-lm": "causal LM"},
+    "task": {None: "the model's own", Task.SEQUENCE_CLASSIFICATION: "classification", Task.CAUSAL_LM: "causal LM"},
 }
 # What each control is called on screen; validate()'s field names map onto these.
 CONTROL_LABELS = {"model": "model", "dataset": "dataset", "text_column": "text column", "label_column": "label column",
@@ -142,7 +142,7 @@ def form_values(cfg: RunConfig) -> dict:
     values["zero1"] = cfg.zero_stage == 1
     # The classification meaning, also for a causal LM, whose rows the panel then shows as moot (disabled).
     values["padding"], values["length_grouping"] = padding_plan(cfg.padding, cfg.length_grouping,
-                                                                "sequence-classification")
+                                                                Task.SEQUENCE_CLASSIFICATION)
     if cfg.epochs is not None and cfg.max_steps is None:
         values["length"], values["length_unit"] = text_of(cfg.epochs), "epochs"
     else:
@@ -187,7 +187,7 @@ def read_form(values: dict, base: RunConfig | None = None, in_memory: dict | Non
     _read_length(values, shown, changes, problems)
     config = base.replace(**changes)
     task = run_task(config)
-    if task == "causal-lm":
+    if task == Task.CAUSAL_LM:
         config = config.replace(padding=None, length_grouping=None)
     config = config.replace(metric=_read_metric(values, base, shown, task))
     if not config.evaluate:
@@ -243,7 +243,7 @@ def moot_fields(config: RunConfig) -> set[str]:
     """Controls that mean nothing for this run (shown disabled): evaluation settings without evaluation, padding
     for a causal LM (full blocks), length grouping without per-batch padding."""
     moot = set() if config.evaluate else {*EVAL_FIELDS, "eval_dataset", "eval_fraction", "eval_samples"}
-    if run_task(config) == "causal-lm" and config.padding is None and config.length_grouping is None:
+    if run_task(config) == Task.CAUSAL_LM and config.padding is None and config.length_grouping is None:
         moot |= {"padding", "length_grouping"}
     return moot
 

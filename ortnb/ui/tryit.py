@@ -10,6 +10,7 @@ from __future__ import annotations
 from .. import charts
 from ..views.markup import tag
 from ..validation import run_task
+from ..vocabulary import Task
 from . import quality
 from .figure_view import FigureView
 from .safe_html import SafeHTML
@@ -48,7 +49,7 @@ class TryIt:
         self.inputs.layout.display = "none" if self.run is None else "flex"
         if entry is None or entry.id != getattr(self, "_answered_for", None):
             self.answer.value = ""
-        causal = entry is not None and run_task(entry.config) == "causal-lm"
+        causal = entry is not None and run_task(entry.config) == Task.CAUSAL_LM
         self.button.description = "Continue" if causal else "Predict"
         self.text.placeholder = "type the start of a text to continue" if causal else "type a text to classify"
         last = quality.tried_evaluation(entry.records) if entry is not None else None
@@ -71,7 +72,7 @@ class TryIt:
             return self._say("Type a text first.")
         self.button.disabled = True
         try:
-            if run_task(self.run.config) == "causal-lm":
+            if run_task(self.run.config) == Task.CAUSAL_LM:
                 continuation = self.run.generate(text)
                 folder, source = self.run.model_folder()
                 shown = quality.continuation_html(text, continuation, source)
