@@ -68,7 +68,6 @@ AWAITING = {
     ("runner/worker.py", "loading model"), ("runner/worker.py", "tokenizing"),
     ("runner/worker.py", "starting training"), ("runner/worker.py", "first step"),
     ("runner/worker.py", "causal-lm"), ("runner/worker.py", "sequence-classification"),
-    ("ui/panel.py", "sequence-classification"),
 }
 
 
