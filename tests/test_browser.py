@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from .lab_driver import (CHROMIUM, browser_page, button, jupyterlab, live_view, live_view_problems, open_notebook,
+from .lab_driver import (browser_page, button, jupyterlab, live_view, live_view_problems, open_notebook,
                          require_chromium, run_cell, write_notebook)
 from .test_views_escape import payload_folder
 
@@ -323,9 +323,7 @@ def test_dashboard_in_jupyterlab(lab, artifacts):
 def test_report_html_fits_1000_px_and_no_cell_breaks_a_word(tmp_path):
     """report.html, as `ortnb compare` writes it, read in a real browser at 1000 px: no sideways scrolling of
     the page, no table cell whose text is wider than the cell (words and numbers never break mid-way)."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    pytest.importorskip("playwright")
+    require_chromium()
     import ortnb
     from ortnb import comparison, report
 
