@@ -12,7 +12,7 @@ from transformers import Seq2SeqTrainer, Seq2SeqTrainingArguments, Trainer, Trai
 import ortnb
 from ortnb import ORTSeq2SeqTrainer, ORTSeq2SeqTrainingArguments, ORTTrainer, ORTTrainingArguments
 
-from .test_trainer import COMMON, RecordLosses
+from ._helpers import COMMON, record_losses
 
 STEPS = 3
 pytestmark = [pytest.mark.ort,  # trains with ORTTrainer and ort_model in this process
@@ -114,7 +114,7 @@ def test_whisper_through_ort_seq2seq_trainer(tmp_path):
     losses = {}
     for name, trainer_cls, args_cls in (("eager", Seq2SeqTrainer, Seq2SeqTrainingArguments),
                                         ("ort", ORTSeq2SeqTrainer, ORTSeq2SeqTrainingArguments)):
-        record = RecordLosses()
+        record = record_losses()
         args = args_cls(output_dir=str(tmp_path / name), max_steps=STEPS, **COMMON)
         trainer = trainer_cls(model=tiny_whisper(), args=args, train_dataset=data, callbacks=[record])
         trainer.train()
@@ -145,7 +145,7 @@ def test_vit_through_ort_trainer_on_real_digits(tmp_path):
     data = Dataset.from_dict({"pixel_values": images[:8 * STEPS].tolist(), "labels": labels[:8 * STEPS].tolist()})
     losses = {}
     for name, trainer_cls, args_cls in (("eager", Trainer, TrainingArguments), ("ort", ORTTrainer, ORTTrainingArguments)):
-        record = RecordLosses()
+        record = record_losses()
         args = args_cls(output_dir=str(tmp_path / name), max_steps=STEPS, **COMMON)
         trainer = trainer_cls(model=tiny_vit(), args=args, train_dataset=data, callbacks=[record])
         trainer.train()

@@ -16,7 +16,7 @@ import pytest
 import ortnb
 from ortnb.runs import full_disk, layout
 
-from .test_runner import assert_no_workers_within, tiny
+from ._helpers import assert_no_workers_within, tiny
 
 
 def saved(folder, marked=True, size=64):
@@ -179,7 +179,7 @@ def test_a_disk_that_fills_during_the_stop_checkpoint_fails_the_run_with_the_rea
 
 def whole_save(folder, model=None):
     """A real save_pretrained folder (a tiny BERT), as the worker's save_model writes it."""
-    from .conftest import tiny_bert
+    from ._helpers import tiny_bert
 
     (model or tiny_bert()).save_pretrained(folder)
     return folder
@@ -287,7 +287,7 @@ def test_weights_that_turned_nan_are_refused_naming_the_tensors_and_what_is_kept
 
     from ortnb.runner.worker import refuse_broken_weights
 
-    from .conftest import tiny_bert
+    from ._helpers import tiny_bert
 
     run_dir = run_folder(tmp_path)
     model = tiny_bert()

@@ -10,7 +10,7 @@ from datasets import Dataset
 
 from ortnb import ORTSeq2SeqTrainer, ORTSeq2SeqTrainingArguments, ORTTrainer, ORTTrainingArguments
 
-from .conftest import VOCAB
+from ._helpers import VOCAB
 
 SMALL = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 

@@ -18,8 +18,7 @@ from ortnb.backends import ortmodule
 from ortnb.custom_loop import release
 from ortnb.errors import ConfigError, OrtFallbackError, OrtnbWarning
 
-from .conftest import classification_dataset, tiny_bert
-from .test_trainer import _ModelWithCustomFunction
+from ._helpers import ModelWithCustomFunction, classification_dataset, tiny_bert
 
 pytestmark = pytest.mark.ort  # trains with ort_model in this process
 
@@ -145,14 +144,14 @@ def test_not_a_module():
 
 
 def test_a_custom_autograd_function_is_a_clear_error_in_ort_models_words():
-    model = ortnb.ort_model(_ModelWithCustomFunction().train())
+    model = ortnb.ort_model(ModelWithCustomFunction().train())
     with pytest.raises(OrtFallbackError, match=r"(?s)custom torch.autograd.Function .*_StraightThroughRound.*"
                                                r"fallback='error' forbids.*fallback='allow'"):
         model(torch.randn(4, 4), labels=torch.tensor([0, 1, 0, 1]))
 
 
 def test_an_allowed_fallback_runs_pytorch_and_says_so():
-    model = ortnb.ort_model(_ModelWithCustomFunction().train(), fallback="allow")
+    model = ortnb.ort_model(ModelWithCustomFunction().train(), fallback="allow")
     model(torch.randn(4, 4), labels=torch.tensor([0, 1, 0, 1]))["loss"].backward()
     report = ortnb.engine_report(model)
     assert report["engine"] == "pytorch" and report["pytorch_steps"] == 1

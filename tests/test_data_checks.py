@@ -15,7 +15,8 @@ from ortnb.config import RunConfig
 from ortnb.data_checks import Labels
 from ortnb.errors import ConfigError
 from ortnb.validation import choices, notes, validate
-from tests.test_validate import CPU
+
+from ._helpers import CPU
 
 
 def jsonl(*rows) -> str:

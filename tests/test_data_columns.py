@@ -14,7 +14,8 @@ from ortnb.config import RunConfig
 from ortnb.data_columns import Columns, field_problems
 from ortnb.errors import ConfigError
 from ortnb.validation import validate
-from tests.test_validate import CPU
+
+from ._helpers import CPU
 
 TASK = "sequence-classification"
 REVIEWS = "id,review,sentiment\n" + "".join(f"{i},\"{'good' if i % 2 else 'bad'} film {i}\",{'pos' if i % 2 else 'neg'}\n"
@@ -206,7 +207,7 @@ def test_evaluation_ids_against_training_names_say_so_and_the_way_out(tmp_path):
 
 def test_a_tune_cache_entry_with_wrong_types_is_a_miss_said_in_one_line_and_removed(tmp_path, capsys):
     from ortnb.tuning import cache, result
-    from tests.test_tuning import cached_search_entry
+    from ._helpers import cached_search_entry
 
     key = {"model": "tiny-bert", "grid": {"backend": ["eager"]}}
     good = cached_search_entry()

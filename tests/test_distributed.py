@@ -61,7 +61,7 @@ def free_port() -> int:
 
 def listeners_while(processes: list[subprocess.Popen]) -> list[tuple]:
     """Every listening socket the processes' families opened, looked at twice a second until they end."""
-    from .test_runner import listeners
+    from ._helpers import listeners
 
     seen = []
     while any(process.poll() is None for process in processes):

@@ -10,7 +10,7 @@ import torch
 from ortnb.edge import trainable
 from ortnb.errors import ConfigError
 
-from .conftest import tiny_bert
+from ._helpers import tiny_bert
 
 pytest.importorskip("onnxruntime.training")
 

@@ -14,30 +14,20 @@ import torch
 
 from ortnb.edge import artifacts, fixes, manifest
 
-from .conftest import tiny_bert
+from ._helpers import edge_training_artifacts, tiny_bert
 
 api = pytest.importorskip("onnxruntime.training.api")
 
 pytestmark = pytest.mark.ort  # exports tiny BERT and generates its training artifacts in this process
 
 
-def generate(folder: Path, opset: int, skip=frozenset()):
-    folder.mkdir()
-    model = tiny_bert()
-    graph, _ = artifacts._export_forward(model, 16, opset)
-    applied = fixes.apply(fixes.BEFORE_GRADIENT, graph, skip)
-    names = [n for n, _ in model.named_parameters()]
-    artifacts._generate(graph, names, [], "cross_entropy", "adamw", folder)
-    return applied
-
-
 GENERATE = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from tests.test_edge_fixes import generate
+    from tests._helpers import edge_training_artifacts
     folder, opset, skip = Path(sys.argv[1]), int(sys.argv[2]), frozenset(sys.argv[3:])
     try:
-        print("APPLIED", generate(folder, opset, skip))
+        print("APPLIED", edge_training_artifacts(folder, opset, skip))
     except RuntimeError as error:
         print("FAILED", str(error)[-300:])
 """)
@@ -117,7 +107,7 @@ def _one_sgd_step(folder: Path, names, ids, labels) -> dict:
 
 def test_the_optimizer_model_needs_its_ir_version_clamped(tmp_path):
     tmp_path = tmp_path / "artifacts"
-    generate(tmp_path, 15)
+    edge_training_artifacts(tmp_path, 15)
     optimizer_model = onnx.load(str(tmp_path / manifest.OPTIMIZER_MODEL))
     assert fixes._ir_too_new(optimizer_model)  # onnx >= 1.19 writes a newer IR than ORT 1.19.2 reads
     state = api.CheckpointState.load_checkpoint(str(tmp_path / manifest.CHECKPOINT))

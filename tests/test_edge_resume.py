@@ -32,7 +32,7 @@ def exported(tmp_path_factory):
     from ortnb import assets
     from ortnb.edge import export_artifacts
 
-    from .conftest import tiny_bert
+    from ._helpers import tiny_bert
 
     tokenizer = AutoTokenizer.from_pretrained(assets.MODELS["minilm"].locate())
     work = tmp_path_factory.mktemp("edge-resume")

@@ -15,7 +15,7 @@ from ortnb.edge import manifest
 from ortnb.edge import run as edge_run
 from ortnb.errors import ConfigError
 
-from .conftest import tiny_bert
+from ._helpers import tiny_bert
 
 pytest.importorskip("onnxruntime.training.api")
 

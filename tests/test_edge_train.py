@@ -16,8 +16,7 @@ from ortnb import assets
 from ortnb.edge import batches, loop
 from ortnb.edge.manifest import Manifest
 
-from ._helpers import delete_until_gone
-from .conftest import tiny_bert
+from ._helpers import delete_until_gone, tiny_bert
 
 pytestmark = pytest.mark.slow
 api = pytest.importorskip("onnxruntime.training.api")
@@ -199,7 +198,7 @@ def test_a_signal_to_ortnb_edge_train_stops_with_a_checkpoint_and_leaves_no_proc
     import ortnb
     from ortnb.runs import layout
 
-    from .test_signals import assert_none_left, signal_when, steps_in
+    from ._helpers import assert_none_left, signal_when, steps_in
 
     data = tmp_path / "rows.jsonl"
     data.write_text("".join(json.dumps({"text": r["text"], "label": r["label"]}) + "\n" for r in rows[0]))

@@ -15,7 +15,7 @@ from ortnb.edge import batches
 from ortnb.edge.manifest import Manifest
 from ortnb.errors import ConfigError
 
-from .conftest import tiny_bert
+from ._helpers import tiny_bert
 
 api = pytest.importorskip("onnxruntime.training.api")
 

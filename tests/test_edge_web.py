@@ -308,7 +308,7 @@ def artifacts(tmp_path_factory):
     from ortnb import assets
     from ortnb.edge import export_artifacts
 
-    from .conftest import tiny_bert
+    from ._helpers import tiny_bert
 
     tokenizer = AutoTokenizer.from_pretrained(assets.MODELS["minilm"].locate())
     folder = tmp_path_factory.mktemp("edge") / "tiny"

@@ -10,7 +10,7 @@ import pytest
 from ortnb import cli, info
 from ortnb.validation import engine_precisions
 
-from .test_validate import CPU
+from ._helpers import CPU
 
 FP16_CPU = "fp16 training needs a CUDA GPU; on this CPU use precision='bf16'."
 ORT_HALF = ("{0} with backend='ort' needs the CUDA execution provider: ONNX Runtime's CPU provider has no {0} MatMul "

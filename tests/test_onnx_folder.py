@@ -94,8 +94,7 @@ def test_the_dashboards_export_button_writes_the_latest_run_and_says_what(traine
     import ortnb
     from ortnb.display import Throttle
 
-    from .test_ui import FakeClock, FakeRun
-    from .test_ui_fine_tuning import EVALS
+    from ._helpers import EVALS, FakeClock, FakeRun
 
     run, _, _ = trained
 

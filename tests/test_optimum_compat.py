@@ -14,7 +14,7 @@ from ortnb import ORTSeq2SeqTrainer, ORTSeq2SeqTrainingArguments, ORTTrainer, OR
 from ortnb.assets import load_model
 from ortnb.errors import ConfigError
 
-from .conftest import classification_dataset
+from ._helpers import classification_dataset
 
 # What Optimum 1.27's ORTTrainingArguments took (transformers 4.53's TrainingArguments fields) and transformers 5
 # dropped; read from the optimum 1.27.0 and transformers 4.53.3 wheels.

@@ -10,8 +10,7 @@ import pytest
 from ortnb import ORTTrainer
 from ortnb.backends import ortmodule
 
-from .conftest import classification_dataset, tiny_bert
-from .test_trainer import _custom_function_data, _ModelWithCustomFunction, ort_args
+from ._helpers import ModelWithCustomFunction, classification_dataset, custom_function_data, ort_args, tiny_bert
 
 pytestmark = pytest.mark.ort  # trains with ORTModule in this process
 
@@ -35,8 +34,8 @@ def test_phase_listeners_hear_ortmodule_begin_export_and_graph_build(tmp_path):
 
 
 def test_an_allowed_fallback_prints_one_line_and_keeps_the_traceback_in_the_report(tmp_path, capfd, caplog):
-    trainer = ORTTrainer(model=_ModelWithCustomFunction(), args=ort_args(tmp_path, ort_fallback="allow"),
-                         train_dataset=_custom_function_data())
+    trainer = ORTTrainer(model=ModelWithCustomFunction(), args=ort_args(tmp_path, ort_fallback="allow"),
+                         train_dataset=custom_function_data())
     with caplog.at_level(logging.WARNING):
         trainer.train()
     printed = capfd.readouterr()
@@ -44,7 +43,7 @@ def test_an_allowed_fallback_prints_one_line_and_keeps_the_traceback_in_the_repo
     assert "See details below" not in shown and "Traceback" not in shown  # ORT's 60-line warning is gone
     ours = [r.getMessage() for r in caplog.records if "PyTorch runs it instead" in r.getMessage()]
     assert len(ours) == 1 and "\n" not in ours[0]
-    assert ours[0].startswith("ortnb: ONNX Runtime could not train _ModelWithCustomFunction (The model calls the "
+    assert ours[0].startswith("ortnb: ONNX Runtime could not train ModelWithCustomFunction (The model calls the "
                               "custom torch.autograd.Function")
     assert ours[0].endswith("Full error: the engine report's fallback_detail.")
     report = trainer.engine_report()

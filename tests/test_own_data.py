@@ -3,8 +3,6 @@ checks before any run folder exists, evaluation while training, early stopping, 
 
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
 
 import pytest
@@ -14,29 +12,8 @@ from ortnb import assets, data, evaluation
 from ortnb.config import RunConfig
 from ortnb.errors import ConfigError
 from ortnb.validation import notes, validate
-from tests.test_validate import CPU
 
-WORDS = {"neg": "awful bad boring dull", "neu": "fine okay average plain", "pos": "great wonderful superb fun"}
-
-
-def rows(count: int = 48) -> list[dict]:
-    names = list(WORDS)
-    return [{"text": f"{WORDS[names[i % 3]].split()[i % 4]} film number {i}", "label": names[i % 3]}
-            for i in range(count)]
-
-
-def write_rows(folder: Path, suffix: str, items: list[dict]) -> str:
-    path = folder / f"rows{suffix}"
-    if suffix == ".csv":
-        with open(path, "w", newline="", encoding="utf-8-sig") as handle:  # as Excel writes it: with a BOM
-            writer = csv.DictWriter(handle, ["text", "label"])
-            writer.writeheader()
-            writer.writerows(items)
-    elif suffix == ".json":
-        path.write_text(json.dumps(items))
-    else:
-        path.write_text("".join(json.dumps(item) + "\n" for item in items))
-    return str(path)
+from ._helpers import CPU, rows, write_rows
 
 
 def saved_two_class_model(folder: Path) -> str:

@@ -9,7 +9,7 @@ from transformers import TrainerCallback
 import ortnb
 from ortnb import assets, data
 
-from .conftest import tiny_bert
+from ._helpers import tiny_bert
 
 pytestmark = pytest.mark.ort  # trains with ORTTrainer in this process
 

@@ -16,7 +16,7 @@ from ortnb.errors import ConfigError
 from ortnb.profiling import CATEGORIES
 from ortnb.profiling.profiles import _fallback_note, _checked
 from ortnb.profiling.views import stacked_bars, text
-from tests.test_own_data import rows, write_rows
+from ._helpers import rows, write_rows
 
 
 def base(tmp_path: Path, **changes) -> RunConfig:

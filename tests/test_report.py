@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 
-import pandas as pd
 import pytest
 
 from ortnb import cli, report
@@ -15,13 +14,9 @@ from ortnb.errors import ConfigError
 from ortnb.hardware import parse_cpuinfo
 from ortnb.config import RunConfig
 
-from .test_validate import BARE, CPU
+from ._helpers import BARE, CPU, table_of_two_runs
 
-TABLE = pd.DataFrame({"label": ["PyTorch + AdamW", "ORT + fused Adam"], "engine": ["pytorch", "onnxruntime"],
-                      "status": ["completed", "completed"], "samples_per_s": [20.0, 31.0], "spread": [1.0, 2.5],
-                      "speedup": [1.0, 1.55], "peak_rss_mb": [900.0, 1100.0], "optimizer_state_mb": [87.0, 87.0],
-                      "final_loss": [0.6, 0.6], "mfu": [0.05, 0.0775], "first_step_s": [1.2, 7.4], "runs": [1, 1],
-                      "steps_measured": [25, 25]})
+TABLE = table_of_two_runs()
 
 
 def test_optimum_preset_on_a_cpu_machine():

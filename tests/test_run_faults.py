@@ -20,17 +20,7 @@ from ortnb.runs import control, layout, liveness, status_file
 from ortnb.runner import supervise
 from ortnb.runner.launch import wait_for
 
-from ._helpers import delete_until_gone
-from .test_runner import alive_workers, assert_no_workers_within, tiny
-
-
-def step(n: int) -> dict:
-    return {"kind": "step", "step": n, "wall_time": time.time(), "step_time": 0.1, "samples_per_s": 80.0,
-            "tokens_per_s": 2560.0, "loss": 0.5}
-
-
-def event(name: str, **data) -> dict:
-    return {"kind": "event", "event": name, "time": 1.0, **data}
+from ._helpers import assert_no_workers_within, delete_until_gone, event, step, tiny, workers_under
 
 
 def run_folder(tmp_path, *records, heartbeat_age: float | None = None):
@@ -417,4 +407,4 @@ def test_deleting_the_run_folder_mid_run_stops_it_and_it_stays_deleted(tmp_path,
     assert run.wait(120) == "failed"
     assert "the run folder was deleted while the run trained" in run.error
     assert_no_workers_within(run)
-    assert not run.run_dir.exists() and not alive_workers(run)
+    assert not run.run_dir.exists() and not workers_under(run.run_dir)

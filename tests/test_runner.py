@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import signal
@@ -16,55 +15,9 @@ from ortnb import metrics
 from ortnb.runs import layout
 from ortnb.runner.launch import wait_for
 
+from ._helpers import assert_no_workers_within, exposed_listeners, reachable_from_outside, tiny, workers_under
+
 pytestmark = pytest.mark.slow
-
-
-def tiny(tmp_path, **overrides) -> ortnb.RunConfig:
-    settings = dict(model="tiny-bert", dataset="rotten_tomatoes", backend="ort", batch_size=8, seq_len=32,
-                    max_steps=8, warmup_steps=2, output_dir=str(tmp_path / "runs"))
-    return ortnb.RunConfig(**{**settings, **overrides})
-
-
-def alive_workers(run) -> list[psutil.Process]:
-    found = []
-    for process in psutil.process_iter(["cmdline"]):
-        try:
-            if str(run.run_dir) in " ".join(process.info["cmdline"] or []):
-                found.append(process)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
-    return found
-
-
-def assert_no_workers_within(run, seconds=60):
-    assert wait_for(lambda: not alive_workers(run), seconds), [p.info["cmdline"] for p in alive_workers(run)]
-
-
-def reachable_from_outside(ip: str) -> bool:
-    """Whether a socket listening on ``ip`` accepts connections from another machine (anything but loopback)."""
-    address = ipaddress.ip_address(ip.split("%")[0])
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return not address.is_loopback
-
-
-def listeners() -> list[tuple[int, str, str, int]]:
-    """(pid, program, address, port) of every listening TCP socket of this test's processes and their
-    descendants (psutil reads /proc/<pid>/net/tcp{,6} and matches the fds' inodes)."""
-    found = []
-    for process in psutil.Process().children(recursive=True):
-        try:
-            for connection in process.net_connections(kind="tcp"):
-                if connection.status == psutil.CONN_LISTEN:
-                    found.append((process.pid, " ".join(process.cmdline()[1:4]), *connection.laddr))
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
-    return found
-
-
-def exposed_listeners() -> list[tuple[int, str, str, int]]:
-    """The listeners() that another machine could reach: anything not on loopback."""
-    return [found for found in listeners() if reachable_from_outside(found[2])]
 
 
 def test_loopback_is_told_apart_from_every_other_address():
@@ -133,7 +86,7 @@ def test_killing_one_of_two_ranks_fails_the_run_without_a_hang(tmp_path, monkeyp
     assert wait_for(lambda: len(run.metrics) >= 2, 300), run.error
     # While both ranks train: torchrun's stores and gloo's pairs listen on loopback only (no authentication).
     assert exposed_listeners() == []
-    ranks = [p for p in alive_workers(run) if "ortnb.runner.worker" in " ".join(p.cmdline())]
+    ranks = [p for p in workers_under(run.run_dir) if "ortnb.runner.worker" in " ".join(p.cmdline())]
     victim = next(p for p in ranks if p.environ().get("RANK") == "1")
     victim.send_signal(signal.SIGKILL)
     assert run.wait(120) == "failed"

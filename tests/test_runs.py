@@ -12,7 +12,7 @@ from ortnb import runs
 from ortnb.edge.config import EdgeConfig
 from ortnb.errors import RunFolderError
 
-from .test_runner import tiny
+from ._helpers import tiny
 
 
 def trainer_folder(tmp_path, text: str | None = None):

@@ -12,9 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
-import psutil
 import pytest
 
 import ortnb
@@ -22,45 +20,9 @@ from ortnb import interrupts
 from ortnb.runs import layout
 from ortnb.runner.launch import wait_for
 
-from .test_runner import tiny
+from ._helpers import assert_none_left, signal_when, steps_in, tiny
 
 SLOW_STEPS = "slow:0.3"  # ORTNB_FAULT: steps long enough to signal a run mid-way
-
-
-def processes_of(folder) -> list[psutil.Process]:
-    """Every process whose command line or ORTNB_RUN_DIR names a path in ``folder``."""
-    folder, found = str(folder), []
-    for process in psutil.process_iter(["cmdline"]):
-        try:
-            named = any(folder in part for part in process.info["cmdline"] or [])
-            named = named or folder in process.environ().get("ORTNB_RUN_DIR", "")
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-        if named and process.pid != os.getpid():
-            found.append(process)
-    return found
-
-
-def assert_none_left(folder, seconds: float = 30) -> None:
-    assert wait_for(lambda: not processes_of(folder), seconds), [p.cmdline() for p in processes_of(folder)]
-
-
-def steps_in(folder: Path) -> int:
-    """Step lines written so far in the run folders anywhere under ``folder``."""
-    return sum(path.read_text().count('"kind": "step"') for path in Path(folder).rglob("metrics.jsonl"))
-
-
-def signal_when(process: subprocess.Popen, ready, signum: int, timeout: float = 240) -> str:
-    """Read the command's output; send ``signum`` once ``ready()`` holds; return all it printed."""
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True)
-    reader.start()
-    assert wait_for(lambda: ready() or process.poll() is not None, timeout), "".join(lines)
-    assert process.poll() is None, "".join(lines)
-    process.send_signal(signum)
-    process.wait(timeout=120)
-    reader.join(10)
-    return "".join(lines)
 
 
 def assert_stopped_with_a_checkpoint(run_dir) -> None:

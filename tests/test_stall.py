@@ -57,8 +57,7 @@ def test_stall_timeout_s_is_checked_before_any_run():
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_a_frozen_worker_reads_stalled_wait_returns_and_stop_ends_it(tmp_path, monkeypatch):
-    from .test_runner import tiny
-    from .test_signals import assert_none_left
+    from ._helpers import assert_none_left, tiny
 
     monkeypatch.setenv("ORTNB_FAULT", "slow:0.2")
     run = ortnb.launch(tiny(tmp_path, backend="eager", max_steps=500, stall_timeout_s=4))
@@ -87,8 +86,7 @@ def test_one_frozen_ddp_rank_is_named_and_stop_ends_both(tmp_path, monkeypatch):
     """Rank 1 of two frozen: rank 0 waits in its all-reduce, steps stop for both, and the stall names rank 1."""
     import psutil
 
-    from .test_runner import tiny
-    from .test_signals import assert_none_left
+    from ._helpers import assert_none_left, tiny
 
     monkeypatch.setenv("ORTNB_FAULT", "slow:0.2")
     run = ortnb.launch(tiny(tmp_path, backend="eager", max_steps=500, num_processes=2, stall_timeout_s=4))
@@ -152,7 +150,7 @@ def test_under_a_cpu_hog_a_computing_worker_is_slow_and_a_stopped_or_sleeping_on
 
     from ortnb.runs import liveness
 
-    from .test_runner import tiny
+    from ._helpers import tiny
 
     def folder(name):
         run_dir = tmp_path / name

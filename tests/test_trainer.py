@@ -7,31 +7,16 @@ import json
 import numpy as np
 import pytest
 import torch
-from transformers import (AutoModelForSequenceClassification, BertForSequenceClassification, Trainer, TrainerCallback,
+from transformers import (AutoModelForSequenceClassification, BertForSequenceClassification, Trainer,
                           TrainingArguments)
 
 from ortnb import ORTTrainer, ORTTrainingArguments
 from ortnb.errors import OrtFallbackError, OrtnbWarning
 
-from .conftest import classification_dataset, tiny_bert
+from ._helpers import (COMMON, ModelWithCustomFunction, classification_dataset, custom_function_data, ort_args,
+                       record_losses, tiny_bert)
 
 pytestmark = pytest.mark.ort  # trains with ORTTrainer in this process
-
-COMMON = dict(per_device_train_batch_size=8, per_device_eval_batch_size=16, logging_steps=1, report_to=[], seed=0,
-              learning_rate=1e-3, disable_tqdm=True, save_strategy="no")
-
-
-def ort_args(tmp_path, **overrides):
-    return ORTTrainingArguments(output_dir=str(tmp_path / "out"), **{**COMMON, "max_steps": 2, **overrides})
-
-
-class RecordLosses(TrainerCallback):
-    def __init__(self):
-        self.losses = []
-
-    def on_log(self, args, state, control, logs=None, **kwargs):
-        if logs and "loss" in logs:
-            self.losses.append(float(logs["loss"]))
 
 
 def accuracy(prediction):
@@ -43,7 +28,7 @@ def test_migration_equivalence(tmp_path, train_data):
     losses = {}
     for name, trainer_cls, args_cls in (("torch", Trainer, TrainingArguments),
                                         ("ort", ORTTrainer, ORTTrainingArguments)):
-        record = RecordLosses()
+        record = record_losses()
         args = args_cls(output_dir=str(tmp_path / name), max_steps=10, **COMMON)
         trainer = trainer_cls(model=tiny_bert(), args=args, train_dataset=train_data, callbacks=[record])
         trainer.train()
@@ -131,12 +116,12 @@ def test_save_model_round_trip(tmp_path, bert, train_data):
 
 def test_resume_from_checkpoint(tmp_path, train_data):
     args = ort_args(tmp_path, max_steps=6, save_strategy="steps", save_steps=3)
-    record = RecordLosses()
+    record = record_losses()
     ORTTrainer(model=tiny_bert(), args=args, train_dataset=train_data, callbacks=[record]).train()
     full = record.losses
     checkpoint = tmp_path / "out" / "checkpoint-3"
     assert (checkpoint / "optimizer.pt").exists()
-    record = RecordLosses()
+    record = record_losses()
     resumed = ORTTrainer(model=tiny_bert(seed=1), args=args, train_dataset=train_data, callbacks=[record])
     resumed.train(resume_from_checkpoint=str(checkpoint))
     assert resumed.state.global_step == 6
@@ -155,7 +140,7 @@ def test_hyperparameter_search_with_model_init(tmp_path, train_data):
 def test_use_module_with_loss_matches(tmp_path, train_data):
     losses = {}
     for flag in (False, True):
-        record = RecordLosses()
+        record = record_losses()
         args = ort_args(tmp_path / str(flag), max_steps=4, use_module_with_loss=flag, label_smoothing_factor=0.1)
         ORTTrainer(model=tiny_bert(), args=args, train_dataset=train_data, callbacks=[record]).train()
         losses[flag] = record.losses
@@ -170,43 +155,16 @@ def test_save_onnx_dumps_graphs(tmp_path, bert, train_data):
     assert graphs and all("tiny" in g and g.endswith(".onnx") for g in graphs)
 
 
-class _StraightThroughRound(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return torch.round(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad
-
-
-class _ModelWithCustomFunction(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear = torch.nn.Linear(4, 2)
-
-    def forward(self, x, labels=None):
-        logits = self.linear(_StraightThroughRound.apply(x))
-        return {"loss": torch.nn.functional.cross_entropy(logits, labels), "logits": logits}
-
-
-def _custom_function_data():
-    from datasets import Dataset
-
-    generator = torch.Generator().manual_seed(0)
-    return Dataset.from_dict({"x": torch.randn(16, 4, generator=generator).tolist(), "labels": [0, 1] * 8})
-
-
 def test_custom_autograd_function_is_a_clear_error(tmp_path):
-    trainer = ORTTrainer(model=_ModelWithCustomFunction(), args=ort_args(tmp_path), train_dataset=_custom_function_data())
+    trainer = ORTTrainer(model=ModelWithCustomFunction(), args=ort_args(tmp_path), train_dataset=custom_function_data())
     with pytest.raises(OrtFallbackError, match=r"(?s)custom torch.autograd.Function .*_StraightThroughRound.*"
                                                r"backend='eager'"):
         trainer.train()
 
 
 def test_custom_autograd_function_allowed_fallback_is_recorded(tmp_path):
-    trainer = ORTTrainer(model=_ModelWithCustomFunction(), args=ort_args(tmp_path, ort_fallback="allow"),
-                         train_dataset=_custom_function_data())
+    trainer = ORTTrainer(model=ModelWithCustomFunction(), args=ort_args(tmp_path, ort_fallback="allow"),
+                         train_dataset=custom_function_data())
     trainer.train()
     report = trainer.engine_report()
     assert report["engine"] == "pytorch" and report["pytorch_steps"] == 2 and report["ort_steps"] == 0

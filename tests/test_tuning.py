@@ -19,46 +19,9 @@ from ortnb.runner.launch import wait_for
 from ortnb.tuning import cache, default_grid, format_progress, result, search, space, tune
 from ortnb.validation import validate
 
-# -- fakes: runs that take the seconds a cost model says, on a clock that only they move -----------------
+from ._helpers import FakeClock, cached_search_entry, fake_measure, fake_record, workers_under
 
-
-class FakeClock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def fake_record(rung: int, speeds: list[float], samples: int, cost: float, overhead: float) -> dict:
-    """What measure.record returns for a completed run measuring ``speeds`` (samples/s per step)."""
-    return {"rung": rung, "status": "completed", "ended": None, "steps": len(speeds) + space.WARMUP_STEPS,
-            "measured_steps": len(speeds), "samples_per_s": speeds, "real_tokens_per_s": [s * 20 for s in speeds],
-            "tokens_per_s": [s * 40 for s in speeds], "mfu": [0.25] * len(speeds),
-            "step_time": [samples / s for s in speeds], "engine": "pytorch", "first_step_s": 1.5,
-            "cost_s": round(cost, 2), "overhead_s": overhead, "note": None, "error": None}
-
-
-def fake_measure(clock: FakeClock, speed, overhead: float = 15.0, log: list | None = None):
-    """A measure(candidate, rung, steps, limits) whose run costs ``overhead`` plus its steps at ``speed(c)``."""
-    def measure(candidate, rung, steps, limits):
-        limits.on_start(f"fake-run-{candidate.index}")
-        rate = speed(candidate)
-        samples = candidate.axes.get("batch_size", 16) * candidate.axes.get("num_processes", 1)
-        cost = overhead + (space.WARMUP_STEPS + steps - 1) * samples / rate
-        clock.now += cost
-        if log is not None:
-            log.append((candidate.label, rung, steps))
-        return fake_record(rung, [rate] * steps, samples, cost, overhead + samples / rate)
-    return measure
-
-
-def cached_search_entry() -> dict:
-    """A whole tune cache entry: one candidate measured at rung 1 (what cache.write stores for a finished search)."""
-    return {"format": result.FORMAT, "budget_s": 60.0, "elapsed_s": 30.0, "complete": True, "interrupted": False,
-            "ended": "every candidate was measured", "grid": {"backend": ["eager"]},
-            "candidates": [{"index": 0, "label": "eager", "axes": {"backend": "eager"}, "problems": [],
-                            "runs": [fake_record(1, [10.0] * 4, 8, 28.0, 10.0)], "unreached": None}]}
+# -- fakes: runs that take the seconds a cost model says, on a clock that only they move (tests/_helpers.py) --
 
 
 def candidates_of(grid: dict) -> list[space.Candidate]:
@@ -334,18 +297,6 @@ def test_the_cache_key_follows_the_data(tmp_path):
 
 
 # -- real runs ----------------------------------------------------------------------------------------
-
-
-def workers_under(folder) -> list[psutil.Process]:
-    """Processes whose command line names a path under ``folder`` (every run's supervisor and ranks do)."""
-    found = []
-    for process in psutil.process_iter(["cmdline"]):
-        try:
-            if str(folder) in " ".join(process.info["cmdline"] or []):
-                found.append(process)
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
-    return found
 
 
 def children() -> set[int]:

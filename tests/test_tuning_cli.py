@@ -16,7 +16,7 @@ import ortnb
 from ortnb import cli
 from ortnb.runner.launch import wait_for
 
-from .test_tuning import FakeClock, fake_measure, workers_under
+from ._helpers import FakeClock, fake_measure, workers_under
 
 BAD = [  # (arguments, the one line on stderr after "ortnb tune: ")
     (["--budget", "0"], r"--budget must be more than 0 seconds, got 0\.0: it is the time the search may take; the "

@@ -11,21 +11,13 @@ from ortnb.display import Throttle
 from ortnb.errors import OrtnbWarning
 from ortnb.ui import form
 
-from .test_validate import CPU
+from ._helpers import CPU, FakeClock, FakeRun
 
 STEPS = [
     {"kind": "step", "step": 1, "samples_per_s": 10.0, "loss": 0.7, "peak_rss_mb": [500.0, 510.0], "mfu": 0.02},
     {"kind": "event", "event": "engine", "engine": "onnxruntime"},
     {"kind": "step", "step": 2, "samples_per_s": 20.0, "loss": 0.6, "peak_rss_mb": [505.0, 512.0], "mfu": 0.04},
 ]
-
-
-class FakeClock:
-    def __init__(self):
-        self.now = 100.0
-
-    def __call__(self):
-        return self.now
 
 
 def test_step_series_per_panel_and_rank():
@@ -138,38 +130,6 @@ def test_throttle_with_an_injected_clock():
     assert not throttle.ready()
     clock.now += 0.02
     assert throttle.ready()
-
-
-class FakeRun:
-    def __init__(self, records, status="running", label="ort + AdamW", run_dir=None):
-        self._records, self._status = records, status
-        self.config = RunConfig(name=label, max_steps=10)
-        self.run_dir = run_dir or f"/runs/{label}"
-        self.error = "RuntimeError: boom\nTraceback ..." if status == "failed" else None
-
-    def records(self):
-        return self._records
-
-    @property
-    def events(self):
-        return [r for r in self._records if r.get("kind") == "event"]
-
-    @property
-    def status(self):
-        return self._status
-
-    @property
-    def done(self):
-        return self._status in ("completed", "stopped", "failed")
-
-    def summary(self):
-        speeds = [r["samples_per_s"] for r in self._records if r.get("kind") == "step"]
-        return {"label": self.config.label, "status": self._status, "run_dir": self.run_dir, "engine": None,
-                "steps_measured": len(speeds), "samples_per_s": sorted(speeds)[len(speeds) // 2] if speeds else None,
-                "samples_per_s_iqr": 1.0 if speeds else None}
-
-    def stop(self):
-        self._status = "stopped"
 
 
 @pytest.fixture

@@ -12,17 +12,7 @@ from ortnb.ui import form, present, quality, upload
 from ortnb.ui.live import eval_record
 from ortnb.ui.state import DashboardState
 
-from .test_ui import FakeClock, FakeRun
-
-EVALS = [
-    {"kind": "event", "event": "started", "time": 100.0, "labels": ["neg", "neu", "pos"], "max_steps": 40},
-    {"kind": "event", "event": "eval", "step": 0, "eval_loss": 1.1, "accuracy": 0.31, "f1": 0.2, "metric": "accuracy",
-     "wall_time": 101.0},
-    {"kind": "step", "step": 1, "samples_per_s": 10.0, "loss": 1.0, "step_time": 0.5},
-    {"kind": "event", "event": "eval", "step": 20, "eval_loss": 0.7, "accuracy": 0.75, "f1": 0.7, "metric": "accuracy",
-     "wall_time": 130.0, "best": True, "confusion": [[8, 1, 1], [2, 5, 3], [0, 0, 10]],
-     "wrong": [{"row": 4, "label": "neu", "predicted": "pos", "confidence": 0.93, "text": "<b>fine</b> I guess"}]},
-]
+from ._helpers import CPU, EVALS, FakeClock, FakeRun
 
 
 # -- the form ------------------------------------------------------------------------------------
@@ -79,7 +69,6 @@ def test_form_messages_use_the_forms_words():
 def test_a_number_out_of_range_is_kept_as_typed_and_named_in_the_forms_words():
     from ortnb.validation import validate
 
-    from .test_validate import CPU
 
     base = RunConfig(model="tiny-bert", backend="eager")
     values = form.form_values(base)
@@ -97,7 +86,6 @@ def test_a_number_out_of_range_is_kept_as_typed_and_named_in_the_forms_words():
 def test_the_forms_problems_say_blank_where_the_config_says_none():
     from ortnb.validation import validate
 
-    from .test_validate import CPU
 
     base = RunConfig(model="tiny-bert", backend="eager")
     values = form.form_values(base)

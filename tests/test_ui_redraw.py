@@ -99,8 +99,7 @@ def test_a_reload_asks_for_one_copy_of_plotly_js_not_one_per_figure(monkeypatch)
     import ortnb
     from ortnb.ui.figure_view import MIME
 
-    from .test_ui import FakeClock, FakeRun
-    from .test_ui_fine_tuning import EVALS
+    from ._helpers import EVALS, FakeClock, FakeRun
 
     monkeypatch.setenv("ORTNB_WIDGETS", "1")
     dashboard = ortnb.Dashboard(ortnb.RunConfig(model="tiny-bert"), throttle=Throttle(0.5, FakeClock()), start=False)

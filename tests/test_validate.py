@@ -10,17 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from ortnb.hardware import Capabilities
 from ortnb.config import RunConfig
 from ortnb.errors import ConfigError
 from ortnb.validation import check, choices, validate
 
-# A CPU machine like CI's: 2 cores, ORT training (CPU wheel) and DeepSpeed installed, no CUDA.
-CPU = Capabilities(cuda=False, cpu_cores=2, bf16_cpu_native=True, ort_training="onnxruntime-training-cpu",
-                   ort_version="1.19.2", ort_cuda=False, ort_extension_built=True, deepspeed=True, fused_adamw=True,
-                   torch_compile=True, gguf=True)
-BARE = dataclasses.replace(CPU, ort_training=None, ort_version=None, ort_extension_built=False, deepspeed=False,
-                           torch_compile=False, gguf=False, fused_adamw=False)
+from ._helpers import BARE, CPU
+
 GPU = dataclasses.replace(CPU, cuda=True, ort_training="onnxruntime-training", ort_cuda=True, cpu_cores=16)
 
 
@@ -207,7 +202,7 @@ def saved_bert(tmp_path_factory):
 
     from ortnb import assets
 
-    from .conftest import tiny_bert
+    from ._helpers import tiny_bert
 
     folder = tmp_path_factory.mktemp("models") / "bert"
     tokenizer = AutoTokenizer.from_pretrained(assets.MODELS["minilm"].locate())
@@ -263,7 +258,7 @@ def test_a_cut_or_random_weights_file_is_refused_naming_it(saved_bert, tmp_path,
 
 
 def test_a_tokenizer_with_more_tokens_than_the_embeddings_is_refused(saved_bert, tmp_path):
-    from .conftest import tiny_bert
+    from ._helpers import tiny_bert
 
     folder = copied(saved_bert, tmp_path, lambda f: tiny_bert(vocab_size=1000).save_pretrained(f))
     assert model_problems(folder, tmp_path) == [
@@ -280,7 +275,7 @@ def test_tied_and_base_model_weights_fit_their_heads(tmp_path):
 
     from ortnb import weights
 
-    from .conftest import tiny_bert
+    from ._helpers import tiny_bert
 
     small = dict(vocab_size=120, n_positions=64, n_embd=32, n_layer=1, n_head=2)
     transformers.GPT2LMHeadModel(transformers.GPT2Config(**small)).save_pretrained(tmp_path / "gpt2")

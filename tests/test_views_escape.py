@@ -7,20 +7,15 @@ produced and asserts that no element and no attribute came from the payload, whi
 """
 from __future__ import annotations
 
-import json
 from html.parser import HTMLParser
 
 import pytest
 
 import ortnb
 from ortnb.views.markup import Markup, escape, join, tag
-from ortnb.runs import layout
 
-from .test_report import TABLE
-from .test_run_faults import event, step
-from .test_runner import tiny
+from ._helpers import PAYLOAD, payload_folder, table_of_two_runs, tiny
 
-PAYLOAD = '<img src=x onerror=alert(1)>"><svg onload=alert(2)><a href="javascript:alert(3)">link</a>\'<script>alert(4)</script>'
 FOREIGN_TAGS = {"img", "svg", "a", "script", "iframe"}
 
 
@@ -100,35 +95,6 @@ def test_an_html_widget_refuses_a_plain_string():
 # -- a run folder full of payloads -----------------------------------------------------------------
 
 
-def payload_folder(tmp_path, payload: str = PAYLOAD):
-    """A failed run whose every text field holds ``payload`` (the browser test tracks one in a real Lab page)."""
-    PAYLOAD = payload  # noqa: N806 - the module's payload unless the caller brings its own
-    run_dir = tmp_path / "runs" / "20260101-000000-ort-adamw"
-    run_dir.mkdir(parents=True)
-    config = tiny(tmp_path).to_dict()
-    config["name"] = PAYLOAD
-    (run_dir / layout.CONFIG).write_text(json.dumps(config))
-    wrong = [{"row": 3, "label": PAYLOAD, "predicted": "b", "confidence": 0.9, "text": PAYLOAD}]
-    records = [
-        event("phase", phase=PAYLOAD),
-        event("data", cached=False, note=PAYLOAD, train_rows=8, eval_rows=4),
-        event("started", label=PAYLOAD, world_size=1, rank=0, task="sequence-classification", train_samples=8,
-              max_steps=4, epochs=1, eval_every=2, metric="accuracy", labels=[PAYLOAD, "b"]),
-        event("eval", step=0, eval_loss=0.7, metric="accuracy", accuracy=0.5, confusion=[[1, 1], [1, 1]],
-              wrong=wrong, samples=4, eval_time_s=0.1),
-        event("engine", backend="ort", engine=PAYLOAD, fallback=PAYLOAD, attention=PAYLOAD, optimizer=PAYLOAD,
-              precision=PAYLOAD, providers=[PAYLOAD], graphs=[], time_to_first_step_s=1.0, world_size=1),
-        step(1), step(2),
-        event("eval", step=2, eval_loss=0.6, metric="accuracy", accuracy=0.75, confusion=[[2, 0], [1, 1]],
-              wrong=wrong, samples=4, eval_time_s=0.1),
-        event("warning", message=PAYLOAD, text=PAYLOAD),
-        event("failed", step=2, error=PAYLOAD, traceback=PAYLOAD),
-    ]
-    (run_dir / layout.METRICS).write_text("".join(json.dumps(r) + "\n" for r in records))
-    (run_dir / "status.json").write_text(json.dumps({"status": "failed", "returncode": 1, "error": PAYLOAD}))
-    return run_dir
-
-
 def widgets_of(widget):
     yield widget
     for child in getattr(widget, "children", ()):
@@ -189,7 +155,8 @@ def test_nothing_from_a_run_becomes_markup_in_report_html_and_profile_html(tmp_p
     from ortnb import report
     from ortnb.profiling import views
 
-    table = TABLE.assign(label=[PAYLOAD, "b"], engine=[PAYLOAD, "onnxruntime"], verdict=[PAYLOAD, PAYLOAD])
+    table = table_of_two_runs().assign(label=[PAYLOAD, "b"], engine=[PAYLOAD, "onnxruntime"],
+                                       verdict=[PAYLOAD, PAYLOAD])
     _, page = report.write(table, [tiny(tmp_path)], tmp_path / "report", PAYLOAD, incomplete=PAYLOAD)
     written = page.read_text()
     assert injected(written) == [] and PAYLOAD in " ".join(Parsed(written).text)

@@ -29,10 +29,11 @@ def test_the_dashboard_the_report_and_the_terminal_show_one_table():
     from ortnb.ui import present
     from ortnb.views import comparison_table
 
-    from .test_report import TABLE
+    from ._helpers import table_of_two_runs
 
+    table = table_of_two_runs()
     assert present.TABLE_COLUMNS is comparison_table.COLUMNS and present.table_cells is comparison_table.cells
-    columns, rows = comparison_table.table_view(TABLE)
-    header = report.text_table(TABLE).splitlines()[0]
+    columns, rows = comparison_table.table_view(table)
+    header = report.text_table(table).splitlines()[0]
     assert [title for title, _ in columns] == [part.strip() for part in header.split("  ") if part.strip()]
-    assert all(cell in report.html_table(TABLE) for row in rows for cell in row)
+    assert all(cell in report.html_table(table) for row in rows for cell in row)

@@ -18,7 +18,7 @@ from ortnb.runs import layout, liveness, status_file
 from ortnb.runner.launch import wait_for
 from ortnb.runner.warm import WarmWorker
 
-from .test_runner import exposed_listeners
+from ._helpers import exposed_listeners
 
 
 def tiny(tmp_path, **overrides) -> ortnb.RunConfig:

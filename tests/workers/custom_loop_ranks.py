@@ -13,7 +13,7 @@ from accelerate import Accelerator  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
 import ortnb  # noqa: E402
-from tests.conftest import classification_dataset, tiny_bert  # noqa: E402
+from tests._helpers import classification_dataset, tiny_bert  # noqa: E402
 
 STEPS, ROWS = 3, 4  # per rank and step
 

@@ -8,7 +8,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 from ortnb import ORTTrainer, ORTTrainingArguments  # noqa: E402
-from tests.conftest import classification_dataset, tiny_bert  # noqa: E402
+from tests._helpers import classification_dataset, tiny_bert  # noqa: E402
 
 
 class RecordingTrainer(ORTTrainer):
