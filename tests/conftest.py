@@ -31,6 +31,23 @@ def eval_data():
     return classification_dataset(rows=48, seed=1)
 
 
+@pytest.fixture(scope="session")
+def edge_artifacts(tmp_path_factory) -> Path:
+    """Tiny BERT (MiniLM's vocabulary) exported for on-device training, seq_len 32, the default trainable
+    weights: what ortnb.edge.train starts from or refuses bad input with. Built once for the session and read
+    only: a test that damages artifacts copies this folder first."""
+    pytest.importorskip("onnxruntime.training.api")
+    from transformers import AutoTokenizer
+
+    from ortnb.assets import MODELS
+    from ortnb.edge import export_artifacts
+
+    tokenizer = AutoTokenizer.from_pretrained(MODELS["minilm"].locate())
+    folder = tmp_path_factory.mktemp("edge") / "artifacts"
+    export_artifacts(tiny_bert(vocab_size=tokenizer.vocab_size), folder, tokenizer=tokenizer, seq_len=32)
+    return folder
+
+
 @pytest.fixture
 def artifacts(request, tmp_path) -> Path:
     """Where a test keeps what a person should open after the suite (the browser tests' screenshots):

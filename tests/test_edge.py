@@ -124,19 +124,7 @@ def test_a_broadcast_whose_shapes_stay_unclear_is_refused_where_a_gradient_flows
         "ir_version_clamp (optimizer_model.onnx)",)
 
 
-# -- train(): refused before a run folder exists ---------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def artifacts(tmp_path_factory):
-    from ortnb.assets import MODELS
-    from ortnb.edge import export_artifacts
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(MODELS["minilm"].locate())
-    folder = tmp_path_factory.mktemp("edge") / "artifacts"
-    export_artifacts(tiny_bert(vocab_size=tokenizer.vocab_size), folder, tokenizer=tokenizer, seq_len=32)
-    return folder
-
+# -- train(): refused before a run folder exists (edge_artifacts: conftest) --------------------------------
 
 ROWS = [{"text": "a fine film", "label": 1}, {"text": "a dull film", "label": 0}]
 
@@ -151,22 +139,22 @@ def refused(tmp_path, artifacts_dir, dataset=ROWS, **kwargs):
     return str(caught.value)
 
 
-def test_steps_must_be_positive(tmp_path, artifacts):
-    assert "steps=0" in refused(tmp_path, artifacts, steps=0)
-    assert "learning_rate" in refused(tmp_path, artifacts, learning_rate=-1.0)
+def test_steps_must_be_positive(tmp_path, edge_artifacts):
+    assert "steps=0" in refused(tmp_path, edge_artifacts, steps=0)
+    assert "learning_rate" in refused(tmp_path, edge_artifacts, learning_rate=-1.0)
 
 
-def test_missing_or_incomplete_artifacts(tmp_path, artifacts):
+def test_missing_or_incomplete_artifacts(tmp_path, edge_artifacts):
     assert "export_artifacts" in refused(tmp_path, tmp_path / "nowhere")
     partial = tmp_path / "partial"
-    shutil.copytree(artifacts, partial)
+    shutil.copytree(edge_artifacts, partial)
     (partial / "optimizer_model.onnx").unlink()
     message = refused(tmp_path, partial)
     assert "incomplete" in message and "optimizer_model.onnx" in message
 
 
-def test_columns_that_do_not_match_the_graph(tmp_path, artifacts):
-    message = refused(tmp_path, artifacts, dataset=[{"review": "fine", "stars": 4}])
+def test_columns_that_do_not_match_the_graph(tmp_path, edge_artifacts):
+    message = refused(tmp_path, edge_artifacts, dataset=[{"review": "fine", "stars": 4}])
     # the words runs get for the same rows (data_columns): edge reads the columns runs read
     assert "dataset has no 'text' column for the text to classify (columns found: 'review', 'stars')" in message
     assert "Or give input_ids instead of text." in message
@@ -174,21 +162,21 @@ def test_columns_that_do_not_match_the_graph(tmp_path, artifacts):
 
 
 @pytest.mark.parametrize("label, words", [(2, ["label 2", "LABEL_0, LABEL_1"]), ("great", ["'great'"])])
-def test_labels_the_model_does_not_have(tmp_path, artifacts, label, words):
-    message = refused(tmp_path, artifacts, dataset=[{"text": "ok", "label": label}])
+def test_labels_the_model_does_not_have(tmp_path, edge_artifacts, label, words):
+    message = refused(tmp_path, edge_artifacts, dataset=[{"text": "ok", "label": label}])
     assert "row 1" in message and all(w in message for w in words)
 
 
-def test_resume_needs_a_checkpoint(tmp_path, artifacts):
+def test_resume_needs_a_checkpoint(tmp_path, edge_artifacts):
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert "holds no checkpoint" in refused(tmp_path, artifacts, resume_from=empty)
+    assert "holds no checkpoint" in refused(tmp_path, edge_artifacts, resume_from=empty)
 
 
-def test_cli_refuses_bad_input_with_exit_2(tmp_path, artifacts, capsys):
+def test_cli_refuses_bad_input_with_exit_2(tmp_path, edge_artifacts, capsys):
     from ortnb.cli import main
 
-    assert main(["edge", "train", str(artifacts), str(tmp_path / "none.jsonl"), "--steps", "3",
+    assert main(["edge", "train", str(edge_artifacts), str(tmp_path / "none.jsonl"), "--steps", "3",
                  "--runs", str(tmp_path / "runs")]) == 2
     assert "no file" in capsys.readouterr().err and not (tmp_path / "runs").exists()
     assert main(["edge", "export", str(tmp_path / "nowhere"), str(tmp_path / "out")]) == 2
@@ -196,14 +184,14 @@ def test_cli_refuses_bad_input_with_exit_2(tmp_path, artifacts, capsys):
 
 
 @pytest.mark.slow
-def test_cli_trains_and_reports(tmp_path, artifacts, capsys):
+def test_cli_trains_and_reports(tmp_path, edge_artifacts, capsys):
     import json
 
     from ortnb.cli import main
 
     data = tmp_path / "rows.jsonl"
     data.write_text("\n".join(json.dumps(r) for r in ROWS * 4))
-    assert main(["edge", "train", str(artifacts), str(data), "--steps", "3", "--batch-size", "4",
+    assert main(["edge", "train", str(edge_artifacts), str(data), "--steps", "3", "--batch-size", "4",
                  "--eval", str(data), "--runs", str(tmp_path / "runs")]) == 0
     out = capsys.readouterr().out
     assert out.count("step ") >= 3 and "eval at step 3" in out and "completed; engine onnxruntime-training-api" in out

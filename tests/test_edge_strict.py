@@ -15,23 +15,9 @@ from ortnb.edge import manifest
 from ortnb.edge import run as edge_run
 from ortnb.errors import ConfigError
 
-from ._helpers import tiny_bert
-
 pytest.importorskip("onnxruntime.training.api")
 
 GOOD = [{"text": "a fine film", "label": 1}, {"text": "a dull film", "label": 0}]
-
-
-@pytest.fixture(scope="module")
-def artifacts(tmp_path_factory):
-    from ortnb.assets import MODELS
-    from ortnb.edge import export_artifacts
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(MODELS["minilm"].locate())
-    folder = tmp_path_factory.mktemp("edge") / "artifacts"
-    export_artifacts(tiny_bert(vocab_size=tokenizer.vocab_size), folder, tokenizer=tokenizer, seq_len=32)
-    return folder
 
 
 class Started(Exception):
@@ -61,10 +47,10 @@ def refused(tmp_path, launches, artifacts_dir, dataset=GOOD, **kwargs) -> str:
     return str(caught.value)
 
 
-def test_good_rows_reach_the_launcher(tmp_path, launches, artifacts):
+def test_good_rows_reach_the_launcher(tmp_path, launches, edge_artifacts):
     # The stand-in launcher is what the refusals below are measured against: good input reaches it.
     with pytest.raises(Started):
-        edge_run.train(artifacts, GOOD, steps=3, output_dir=tmp_path / "runs")
+        edge_run.train(edge_artifacts, GOOD, steps=3, output_dir=tmp_path / "runs")
     assert len(launches) == 1
 
 
@@ -83,12 +69,12 @@ def test_good_rows_reach_the_launcher(tmp_path, launches, artifacts):
     ({"text": ["ok", None], "label": [1, 0]},
      "dataset row 2 has no text (empty, null or NA); every row needs a string in 'text'."),
 ], ids=["null", "number", "lists", "missing-column", "all-empty", "dict-of-columns"])
-def test_bad_texts_are_refused_by_row(tmp_path, launches, artifacts, dataset, message):
-    assert refused(tmp_path, launches, artifacts, dataset) == message
+def test_bad_texts_are_refused_by_row(tmp_path, launches, edge_artifacts, dataset, message):
+    assert refused(tmp_path, launches, edge_artifacts, dataset) == message
 
 
-def test_a_bad_eval_text_is_named_as_eval_dataset(tmp_path, launches, artifacts):
-    message = refused(tmp_path, launches, artifacts, eval_dataset=[{"text": None, "label": 0}])
+def test_a_bad_eval_text_is_named_as_eval_dataset(tmp_path, launches, edge_artifacts):
+    message = refused(tmp_path, launches, edge_artifacts, eval_dataset=[{"text": None, "label": 0}])
     assert message == "eval_dataset row 1 has no text (empty, null or NA); every row needs a string in 'text'."
 
 
@@ -108,36 +94,36 @@ def test_a_bad_eval_text_is_named_as_eval_dataset(tmp_path, launches, artifacts)
      "rows.csv line 3: label 0.0 is not a whole number; labels are class ids 0..K-1 (write 1, not 1.0) or class "
      "names."),
 ], ids=["jsonl-null", "csv-number", "csv-empty", "json-all-empty", "jsonl-no-label", "csv-float-label"])
-def test_a_file_is_refused_in_the_words_validate_uses(tmp_path, launches, artifacts, name, content, message):
+def test_a_file_is_refused_in_the_words_validate_uses(tmp_path, launches, edge_artifacts, name, content, message):
     path = tmp_path / name
     path.write_text(content)
     # validate() reports data_checks' problem under the field name: "dataset: <problem>"
     assert data_checks.look(str(path), "sequence-classification").problems == (message,)
-    assert refused(tmp_path, launches, artifacts, path) == f"dataset: {message}"
+    assert refused(tmp_path, launches, edge_artifacts, path) == f"dataset: {message}"
 
 
-def test_an_eval_file_is_named_as_eval_dataset(tmp_path, launches, artifacts):
-    assert refused(tmp_path, launches, artifacts, eval_dataset=tmp_path / "none.jsonl") == (
+def test_an_eval_file_is_named_as_eval_dataset(tmp_path, launches, edge_artifacts):
+    assert refused(tmp_path, launches, edge_artifacts, eval_dataset=tmp_path / "none.jsonl") == (
         f"eval_dataset: no file {str(tmp_path / 'none.jsonl')!r}.")
     bad = tmp_path / "held.jsonl"
     bad.write_text('{"text": "ok", "label": 1}\n{"text": 3, "label": 0}\n')
-    assert refused(tmp_path, launches, artifacts, eval_dataset=bad) == (
+    assert refused(tmp_path, launches, edge_artifacts, eval_dataset=bad) == (
         "eval_dataset: held.jsonl line 2 has a number as text (3); every row needs a string in 'text'.")
 
 
-def test_a_file_label_is_named_by_its_line(tmp_path, launches, artifacts):
+def test_a_file_label_is_named_by_its_line(tmp_path, launches, edge_artifacts):
     path = tmp_path / "rows.jsonl"
     path.write_text('{"text": "ok", "label": 1}\n\n{"text": "fine", "label": 7}\n')
-    assert refused(tmp_path, launches, artifacts, path) == ("dataset: rows.jsonl line 3 has label 7; the model's "
+    assert refused(tmp_path, launches, edge_artifacts, path) == ("dataset: rows.jsonl line 3 has label 7; the model's "
                                                             "labels are LABEL_0, LABEL_1")
 
 
-def test_an_edited_stored_data_file_is_refused(tmp_path, launches, artifacts):
+def test_an_edited_stored_data_file_is_refused(tmp_path, launches, edge_artifacts):
     store = tmp_path / "runs" / edge_run.DATA_FOLDER
     stored = edge_run._store(GOOD, store)  # what an earlier train() on GOOD left beside its run folder
     with open(stored, "a") as handle:
         handle.write('{"label": 0, "text": null}\n')
-    message = refused(tmp_path, launches, artifacts, GOOD)
+    message = refused(tmp_path, launches, edge_artifacts, GOOD)
     assert message == (f"dataset: the stored copy of these rows, {stored}, was edited after an edge run stored it "
                        "(its content no longer matches its name), so the run would train on the edited rows; "
                        "delete that file (train() stores the rows again), or pass the edited rows as the dataset "
@@ -145,29 +131,29 @@ def test_an_edited_stored_data_file_is_refused(tmp_path, launches, artifacts):
     # The edited copy itself, passed as the dataset, gets the checks any file gets.
     copy = tmp_path / "edited.jsonl"
     shutil.copy(stored, copy)
-    assert refused(tmp_path, launches, artifacts, copy) == (
+    assert refused(tmp_path, launches, edge_artifacts, copy) == (
         "dataset: edited.jsonl line 3 has no text (empty, null or NA); every row needs a string in 'text'.")
     # Deleted, as the message says: the rows are stored again and the run goes on.
     Path(stored).unlink()
     with pytest.raises(Started):
-        edge_run.train(artifacts, GOOD, steps=3, output_dir=tmp_path / "runs")
+        edge_run.train(edge_artifacts, GOOD, steps=3, output_dir=tmp_path / "runs")
     assert Path(stored).read_text() == "".join(json.dumps(r, sort_keys=True) + "\n" for r in GOOD)
 
 
 # -- artifacts: sizes and hashes in the manifest --------------------------------------------------
 
-def test_the_manifest_holds_each_files_size_and_hash(artifacts):
-    info = manifest.Manifest.read(artifacts)
+def test_the_manifest_holds_each_files_size_and_hash(edge_artifacts):
+    info = manifest.Manifest.read(edge_artifacts)
     assert sorted(info.files) == sorted([*manifest.ARTIFACT_FILES, manifest.MODEL_CONFIG, manifest.TOKENIZER])
     for name, facts in info.files.items():
-        assert facts["bytes"] == (artifacts / name).stat().st_size and len(facts["sha256"]) == 64
-    assert manifest.damaged_files(artifacts, info) == []
+        assert facts["bytes"] == (edge_artifacts / name).stat().st_size and len(facts["sha256"]) == 64
+    assert manifest.damaged_files(edge_artifacts, info) == []
 
 
 @pytest.fixture
-def copy(artifacts, tmp_path):
+def copy(edge_artifacts, tmp_path):
     folder = tmp_path / "copy"
-    shutil.copytree(artifacts, folder)
+    shutil.copytree(edge_artifacts, folder)
     return folder
 
 
