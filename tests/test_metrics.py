@@ -97,14 +97,12 @@ def test_current_phase_follows_phase_events_until_the_first_step():
 
     records = []
     assert metrics.current_phase(records) is None
-    for name in ("loading model", "tokenizing", "starting training", "ONNX export", "graph build", "first step"):
+    for name in metrics.PHASES:  # every phase a run names (test_runner: a real ORT run goes through them in order)
         records.append(phase(name))
         assert metrics.current_phase(records) == name
     assert metrics.current_phase([*records, step(1)]) is None
     failed = {"kind": "event", "event": "failed", "error": "boom"}
     assert metrics.current_phase([phase("tokenizing"), failed]) is None
-    assert set(metrics.PHASES) == {"loading model", "tokenizing", "starting training", "ONNX export",
-                                   "graph build", "first step"}
 
 
 def test_start_up_phases_last_from_one_phase_event_to_the_next_and_the_first_step():
