@@ -74,7 +74,6 @@ def run(run_dir: Path, rank: int, world: int, writer=None, fault: str | None = N
 
 def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, supervisor, phase) -> str:
     from .. import data, flops
-    from ..data import token_cache
     from ..data.builtin import Asset
     from ..models.builtin import MODELS
     from ..training import ORTTrainer
@@ -87,34 +86,22 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
     phase("loading model")
     model, tokenizer, labels = _load_model(cfg, task, writer)
     phase("tokenizing")
-    padding, grouping = data.padding_plan(cfg.padding, cfg.length_grouping, task)
-    looked_up = token_cache.prepare(cfg.dataset, task, tokenizer, cfg.seq_len, plan=data.EvalPlan.of(cfg),
-                                    seed=cfg.seed, labels=labels, padding=padding, columns=Columns.of(cfg),
-                                    train_samples=cfg.max_steps * cfg.batch_size * world if cfg.max_steps else None)
-    if writer:
-        writer.event("data", **looked_up.record())
-    prepared = looked_up.prepared
+    prepared, padding, grouping = _tokenize(cfg, task, tokenizer, labels, world, writer)
     train, held_out = prepared.train, prepared.evaluation
     max_steps = planned_steps(cfg, len(train), world)
     interval = evaluation.eval_interval(max_steps, cfg.eval_every) if held_out is not None else None
     peak = layout.run_peak(run_dir)  # None: no MFU
     callback = RunCallback(run_dir, writer, samples_per_step=cfg.batch_size * world,
                            token_flops=flops.TokenFlops(model), peak_flops=peak, supervisor=supervisor)
-    callbacks, scores = [callback], None
-    if held_out is not None:
-        scores = (ClassificationMetrics(list(labels.names) if labels and labels.names else None, prepared.eval_texts)
-                  if task != "causal-lm" else None)
-        evaluator = EvalCallback(run_dir, writer, metric=cfg.metric or evaluation.default_metric(task),
-                                 patience=cfg.early_stopping_patience, interval=interval, samples=len(held_out),
-                                 metrics=scores, target=cfg.target)
-        callbacks.insert(0, evaluator)  # it saves the best weights before RunCallback restarts the step clock
+    evaluator, scores = _evaluator(cfg, run_dir, writer, task, labels, prepared, interval)
+    # the evaluator saves the best weights before RunCallback restarts the step clock
+    callbacks = [callback] if evaluator is None else [evaluator, callback]
     trainer = ORTTrainer(model=model, args=training_arguments(cfg, run_dir, world, grouping, max_steps, interval),
                          train_dataset=train, eval_dataset=held_out, processing_class=tokenizer, callbacks=callbacks,
                          data_collator=None if padding == "blocks" else data.collator(tokenizer, padding),
                          compute_metrics=scores)
-    callback.trainer = trainer
-    if held_out is not None:
-        evaluator.trainer = trainer
+    for watcher in callbacks:
+        watcher.trainer = trainer
     _never_recreate_the_folder(trainer, run_dir)
     if fault:
         from .faults import FaultCallback
@@ -131,6 +118,38 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
     # An ORT run's first forward announces its own phases (ONNX export, graph build, then first step); saying
     # "first step" here too would read "first step -> ONNX export -> graph build -> first step".
     phase("starting training" if cfg.backend == "ort" else "first step")
+    _fit(trainer, profiled)
+    return _finish(trainer, cfg, run_dir, writer, callback, evaluator, peak)
+
+
+def _tokenize(cfg: RunConfig, task: str, tokenizer, labels, world: int, writer):
+    """(prepared data, padding, length grouping): the dataset tokenized or read from the token cache, which
+    the writing rank records."""
+    from .. import data
+    from ..data import token_cache
+
+    padding, grouping = data.padding_plan(cfg.padding, cfg.length_grouping, task)
+    looked_up = token_cache.prepare(cfg.dataset, task, tokenizer, cfg.seq_len, plan=data.EvalPlan.of(cfg),
+                                    seed=cfg.seed, labels=labels, padding=padding, columns=Columns.of(cfg),
+                                    train_samples=cfg.max_steps * cfg.batch_size * world if cfg.max_steps else None)
+    if writer:
+        writer.event("data", **looked_up.record())
+    return looked_up.prepared, padding, grouping
+
+
+def _evaluator(cfg: RunConfig, run_dir: Path, writer, task: str, labels, prepared, interval):
+    """(EvalCallback, ClassificationMetrics or None) when the run holds rows out to evaluate; else (None, None)."""
+    if prepared.evaluation is None:
+        return None, None
+    scores = (ClassificationMetrics(list(labels.names) if labels and labels.names else None, prepared.eval_texts)
+              if task != "causal-lm" else None)
+    evaluator = EvalCallback(run_dir, writer, metric=cfg.metric or evaluation.default_metric(task),
+                             patience=cfg.early_stopping_patience, interval=interval, samples=len(prepared.evaluation),
+                             metrics=scores, target=cfg.target)
+    return evaluator, scores
+
+
+def _fit(trainer, profiled: bool) -> None:
     try:
         trainer.train()
     finally:
@@ -138,6 +157,13 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
             from ..profiling.collect import disable_ort_profiling
 
             disable_ort_profiling()  # a warm worker's next run is not profiled unless it asks
+
+
+def _finish(trainer, cfg: RunConfig, run_dir: Path, writer, callback, evaluator, peak) -> str:
+    """After train(): a raised measured peak recorded, the final weights checked and saved (unless stopped: a
+    stopped run was checkpointed), the engine report and the outcome written; returns the outcome."""
+    from .. import flops
+
     outcome = "stopped" if callback.stopped else "completed"
     if writer and peak and callback.max_mfu > 1.0:
         dtype = (files.read_json_object(run_dir / layout.PEAK) or {}).get("dtype", "fp32")
@@ -148,19 +174,24 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
         save_final_model(trainer, run_dir)
     if writer:
         writer.event("engine", **trainer.engine_report())
-        final = {"forced": False} if outcome == "stopped" else {}
-        if callback.stop_reason:
-            final["reason"] = callback.stop_reason
-        if held_out is not None and evaluator.early_stopped:
-            final["early_stopped"] = True
-        if held_out is not None and cfg.target is not None:
-            final["target"], final["reached_target"] = cfg.target, evaluator.reached is not None
-            if evaluator.reached:
-                final["target_step"], final["target_wall_time"] = evaluator.reached["step"], evaluator.reached["wall_time"]
         # The same on every rank when gradients were synchronised: lets nodes be compared (item 23).
-        writer.event(outcome, step=trainer.state.global_step, **final,
+        writer.event(outcome, step=trainer.state.global_step, **_final_fields(cfg, outcome, callback, evaluator),
                      parameter_checksum=parameter_checksum(trainer.model))
     return outcome
+
+
+def _final_fields(cfg: RunConfig, outcome: str, callback, evaluator) -> dict:
+    """The outcome event's why: forced, the stop reason, early stopping, the target and when it was reached."""
+    final = {"forced": False} if outcome == "stopped" else {}
+    if callback.stop_reason:
+        final["reason"] = callback.stop_reason
+    if evaluator is not None and evaluator.early_stopped:
+        final["early_stopped"] = True
+    if evaluator is not None and cfg.target is not None:
+        final["target"], final["reached_target"] = cfg.target, evaluator.reached is not None
+        if evaluator.reached:
+            final["target_step"], final["target_wall_time"] = evaluator.reached["step"], evaluator.reached["wall_time"]
+    return final
 
 
 def _profile_if_asked(trainer, cfg: RunConfig, run_dir: Path, writes: bool) -> bool:
