@@ -74,6 +74,24 @@ def pytest_configure(config):
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+TIERS = ("ort", "slow", "browser", "notebook")
+
+
+@pytest.fixture(autouse=True)
+def _ortmodule_only_where_declared(request, monkeypatch):
+    """A test of the pure tier that loads ORTModule in this process fails, naming the marker it lacks: a test
+    moved or renamed out of its tier says so instead of slowing the fast tier down (tests/test_tiers.py)."""
+    if any(request.node.get_closest_marker(tier) for tier in TIERS):
+        return
+    from ortnb.backends import ort_compat
+
+    def refused(*_args, **_kwargs):  # pytest.fail: no `except Exception` on the way (a fallback) can swallow it
+        pytest.fail(f"{request.node.nodeid} loads ORTModule in the test process: declare its tier with "
+                    "@pytest.mark.ort (or pytestmark = pytest.mark.ort in its module)")
+
+    monkeypatch.setattr(ort_compat, "load_ortmodule", refused)
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.suffix == ".ipynb":
