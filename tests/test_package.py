@@ -155,3 +155,15 @@ def test_no_module_imports_one_that_imports_it_back():
 
     cycles = [" -> ".join(trail) for name in graph if (trail := reaches(name, name))]
     assert cycles == [], cycles[:3]
+
+
+def test_no_function_is_over_60_lines():
+    # A function that does not fit on a screen hides its parts; split it where a name explains each part.
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "ortnb"
+    too_long = [f"{path.relative_to(root.parent)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+                for path in sorted(root.rglob("*.py")) for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60]
+    assert too_long == [], too_long
