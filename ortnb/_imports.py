@@ -73,10 +73,6 @@ def deepspeed_import(timeout: float = 120) -> dict:
     return {"version": version, "error": last[-1].strip()[:300] if last else f"exit status {done.returncode}"}
 
 
-def is_onnx_available() -> bool:
-    return importlib.util.find_spec("onnx") is not None
-
-
 def require_ort_training(feature: str) -> None:
     """Raise a MissingDependencyError naming what to install when ORT training is absent."""
     if not is_ort_training_available():
@@ -84,12 +80,6 @@ def require_ort_training(feature: str) -> None:
         extra = f" (found plain onnxruntime {plain}, which has no training support)" if plain else ""
         raise MissingDependencyError(f"{feature} needs ONNX Runtime training, which is not installed{extra}. "
                                      f"Install it with: {ORT_INSTALL_HINT}.")
-
-
-def require_deepspeed(feature: str) -> None:
-    if not is_deepspeed_available():
-        raise MissingDependencyError(f"{feature} needs DeepSpeed, which is not installed. "
-                                     "Install it with: pip install 'ortnb[deepspeed]'.")
 
 
 @functools.cache

@@ -38,12 +38,6 @@ def workload_problems(configs: list[RunConfig]) -> list[str]:
     return problems
 
 
-def check_same_workload(configs: list[RunConfig]) -> None:
-    problems = workload_problems(configs)
-    if problems:
-        raise ConfigError(problems)
-
-
 def check_comparable(configs: list[RunConfig]) -> None:
     problems = workload_problems(configs)
     for index, cfg in enumerate(configs):

@@ -6,7 +6,7 @@ import functools
 import inspect
 import os
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from . import _imports
 
@@ -33,9 +33,6 @@ class Capabilities:
     """torch.compile can build kernels here (needs a C++ compiler on the CPU)."""
     gguf: bool
     """The gguf package is installed (needed to load the built-in SmolLM2 weights)."""
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 @functools.cache

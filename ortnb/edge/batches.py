@@ -17,8 +17,7 @@ from ..data.columns import DEFAULT, LABEL, TEXT, Columns, missing_column
 from ..errors import ConfigError
 from .manifest import Manifest
 
-TEXT_COLUMNS = (TEXT,)  # one name each, the runs' (a 'sentence' column was taken here and refused by runs)
-LABEL_COLUMNS = (LABEL,)
+TEXT_COLUMNS = (TEXT,)  # one name, the runs' (a 'sentence' column was taken here and refused by runs)
 PAD_TO_MULTIPLE = 8  # as ortnb's other runs pad: fewer distinct shapes for ORT to plan
 
 

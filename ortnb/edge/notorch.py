@@ -41,10 +41,6 @@ def hide_torch() -> None:
     sys.meta_path[:] = [f if isinstance(f, _Hiding) else _Hiding(f) for f in sys.meta_path]
 
 
-def torch_loaded() -> bool:
-    return any(name.partition(".")[0] == "torch" for name in sys.modules)
-
-
 def import_training_api():
     """``onnxruntime.training.api``, also where torch is missing.
 
