@@ -16,7 +16,6 @@ import numpy as np
 from ..runs import records
 from ..memory import peak_rss_mb
 from ..runs.layout import checkpoint_step
-from ..runs import control
 from . import batches, manifest, resume
 from .config import EdgeConfig
 from .manifest import Manifest
@@ -193,7 +192,3 @@ def engine_report(info: Manifest, fixes: list[str], first_step_s: float | None) 
             "onnxruntime": onnxruntime.__version__, "torch_loaded": "torch" in sys.modules,
             "trainable": len(info.trainable), "trainable_parameters": info.trainable_parameters,
             "fixes": list(info.fixes) + list(fixes)}
-
-
-def stop_requested_by_file(run_dir: Path):
-    return lambda: control.stop_requested(run_dir)

@@ -62,7 +62,6 @@ BLANK_MEANS = {"eval_every": "auto: five evaluations over the run", "early_stopp
                "name": "from the settings"}
 EXAMPLES = {"learning_rate": "5e-5", "eval_fraction": "0.1", "target": "0.85", "batch_size": "16", "seq_len": "128"}
 EVAL_FIELDS = ("eval_every", "metric", "early_stopping_patience", "target")  # moot without evaluation
-ZERO1_TEXT = "ZeRO-1: shard optimizer state across processes (DeepSpeed)"
 
 
 # -- values <-> text ----------------------------------------------------------------------------
