@@ -91,7 +91,9 @@ def cmd_run(options: argparse.Namespace) -> int:
         print(run.error, file=sys.stderr)
     if signalled is not None:
         return signalled  # as a shell reports a command a signal ended: 128 + its number
-    return 0 if run.status in ("completed", "stopped") else 1
+    from .runs.records import COMPLETED, STOPPED
+
+    return 0 if run.status in (COMPLETED, STOPPED) else 1  # a stopped run ended as asked
 
 
 def read_config_file(path: str):

@@ -70,18 +70,29 @@ def test_the_loss_falls_without_pytorch(run):
     report = [e for e in run.events if e["event"] == "engine"][-1]
     assert report["torch_loaded"] is False  # "torch" not in sys.modules at the end of the run
     assert "training_api_without_torch" in report["fixes"]  # the package was entered the torch-free way
-    assert [e["step"] for e in run.evaluations] == [0, 20]
+    assert list(run.evaluations["step"]) == [0, 20]  # a DataFrame, as every run's
 
 
 def test_an_edge_run_reads_like_any_run(run):
     import ortnb
-    from ortnb import comparison
+    from ortnb import comparison, metrics
 
     again = ortnb.attach(run.run_dir)
     assert type(again).__name__ == "EdgeRun" and again.status == "completed"
     assert again.metrics["loss"].tolist() == run.metrics["loss"].tolist()
     table = comparison.table([[run.summary()]])
     assert table.loc[0, "engine"] == "onnxruntime-training-api" and table.loc[0, "status"] == "completed"
+    # the same types and signatures as a trainer run's: evaluations a DataFrame, load_model(which, quiet), predict
+    assert list(again.evaluations.columns) == list(metrics.EVAL_COLUMNS)
+    assert again.evaluations["step"].tolist() == [0, 20]
+    folder, what = again.model_folder("last")
+    assert folder == again.checkpoint and what == f"the latest checkpoint ({folder.name})"
+    assert "keeps no best evaluation's weights apart" in again.model_folder()[1]
+    assert again.load_model("last", quiet=True).num_labels == 2
+    [answer] = again.predict(["a warm, funny and moving film"])
+    assert answer["label"] in answer["probabilities"] and len(answer["probabilities"]) == 2
+    with pytest.raises(ValueError, match="which='final'"):
+        again.model_folder("final")
 
 
 def test_first_step_loss_equals_pytorch(run, artifacts, model, rows):

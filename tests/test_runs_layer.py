@@ -100,3 +100,30 @@ def test_a_config_write_cut_short_leaves_the_previous_file(tmp_path, monkeypatch
 def test_an_unknown_kind_is_refused_by_the_writer(tmp_path):
     with pytest.raises(ValueError, match="kind='quantum': a run folder's kind is one of 'trainer', 'edge'"):
         layout.write_config(tmp_path / layout.CONFIG, "quantum", {})
+
+
+def test_every_key_of_a_run_summary_is_declared_in_RunSummary():
+    """metrics.summarize's keys (and the few Run.summary and the Dashboard add) are RunSummary's: a new figure is
+    declared, with what it means, before any reader can read it by name."""
+    import re
+
+    from ortnb import metrics
+    from ortnb.runs.summary import FIELDS
+
+    step = {"kind": "step", "samples_per_s": 10.0, "tokens_per_s": 1280.0, "real_tokens_per_s": 900.0,
+            "step_time": 1.6, "loss": 0.6, "peak_rss_mb": [900.0], "optimizer_state_mb": [80.0], "mfu": 0.2,
+            "other_cpu": 0.01}
+    records = ([{"kind": "event", "event": "engine", "engine": "onnxruntime", "time": 0.0}]
+               + [dict(step, step=n) for n in range(1, 8)]
+               + [{"kind": "event", "event": "eval", "step": 7, "metric": "accuracy", "accuracy": 0.8,
+                   "eval_loss": 0.5, "best": True, "time": 9.0},
+                  {"kind": "event", "event": "note", "text": "a note"},
+                  {"kind": "event", "event": "completed", "target": 0.75, "reached_target": True, "target_step": 7,
+                   "target_wall_time": 9.0, "time": 10.0}])
+    produced = set(metrics.summarize(records, warmup_steps=2))
+    assert {"samples_per_s", "eval_metric", "target_reached_s", "mfu", "contended"} <= produced  # it saw them all
+    assert produced - FIELDS == set()
+    read = set()
+    for path in ROOT.rglob("*.py"):
+        read |= set(re.findall(r'summary(?:\(\))?(?:\["|\.get\(")([a-z_0-9]+)"', path.read_text()))
+    assert read and read - FIELDS == set()

@@ -27,6 +27,7 @@ def cmd_export(options: argparse.Namespace) -> int:
 
 def cmd_train(options: argparse.Namespace) -> int:
     """Train artifacts on a .jsonl/.json/.csv file with ONNX Runtime's training API, without PyTorch."""
+    from .. import metrics
     from ..errors import ConfigError
     from ..terminal import follow
     from .run import train
@@ -42,7 +43,7 @@ def cmd_train(options: argparse.Namespace) -> int:
     print(f"ortnb edge train: {run.run_dir}")
     signalled = follow(run, "edge train", interval=0.2)
     run.wait()
-    for evaluation in run.evaluations:
+    for evaluation in metrics.evaluations(run.records()):
         print(f"eval at step {evaluation['step']}: loss {evaluation['eval_loss']:.4f}, "
               f"accuracy {evaluation['accuracy']:.3f} on {evaluation['samples']} rows")
     print(f"ortnb edge train: {run.status}; engine {run.summary()['engine']}; checkpoint {run.checkpoint}; "
@@ -51,7 +52,9 @@ def cmd_train(options: argparse.Namespace) -> int:
         print(run.error, file=sys.stderr)
     if signalled is not None:
         return signalled  # as a shell reports a command a signal ended: 128 + its number
-    return 0 if run.status in ("completed", "stopped") else 1
+    from ..runs.records import COMPLETED, STOPPED
+
+    return 0 if run.status in (COMPLETED, STOPPED) else 1  # a stopped run ended as asked
 
 
 def cmd_web(options: argparse.Namespace) -> int:

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 from .. import files
@@ -16,6 +15,7 @@ from ..errors import ConfigError
 from ..runs import layout, liveness
 from ..runs.layout import checkpoint_step
 from ..runs.run import Run
+from ..runs.start import start_process
 from . import batches, loop, manifest, resume
 from .config import EdgeConfig
 
@@ -24,7 +24,10 @@ DATA_FOLDER = "edge-data"  # under output_dir: the rows edge runs trained on, on
 
 
 class EdgeRun(Run):
-    """A Run whose steps ran on ``onnxruntime.training.api``: same status, metrics, summary, stop and wait."""
+    """A run of the edge kind: its steps ran on ``onnxruntime.training.api`` in a process without PyTorch. It is
+    read through the same run-folder protocol as any run (status, metrics, evaluations, summary, stop, wait, with
+    the same types); only where its weights live differs: ONNX Runtime checkpoints, not a PyTorch folder, so
+    ``load_model``, ``predict`` and ``model_folder`` go through ``edge.weights.to_pytorch``."""
 
     config: EdgeConfig
 
@@ -39,17 +42,43 @@ class EdgeRun(Run):
         path = self.run_dir / loop.INFERENCE_MODEL
         return path if path.exists() else None
 
-    @property
-    def evaluations(self) -> list[dict]:
-        """Each eval event (records.evaluation): step, eval_loss, accuracy, samples, metric "accuracy" (before
-        the first step, every eval_every steps, and at the end), named as a trainer run's are."""
-        return [e for e in self.events if e.get("event") == "eval"]
+    def model_folder(self, which: str = "best") -> tuple[Path, str]:
+        """(checkpoint, what it holds): an edge run keeps no best evaluation's weights apart, so ``best`` and
+        ``last`` are both the latest checkpoint, and the text says so."""
+        if which not in ("best", "last"):
+            raise ValueError(f"which={which!r}: choose 'best' or 'last' (an edge run keeps its latest checkpoint).")
+        checkpoint = self.checkpoint
+        if checkpoint is None:
+            raise FileNotFoundError(f"{self.run_dir} holds no checkpoint yet (status: {self.status}); an edge run "
+                                    "writes one at its end, every save_every steps and when stopped.")
+        kept = "" if which == "last" else "; an edge run keeps no best evaluation's weights apart"
+        return checkpoint, f"the latest checkpoint ({checkpoint.name}{kept})"
 
-    def load_model(self):
+    def load_model(self, which: str = "best", quiet: bool = False):
         """The trained weights as a PyTorch model (needs torch and transformers, unlike the run itself)."""
         from .weights import to_pytorch
 
+        _, what = self.model_folder(which)
+        if not quiet:
+            print(f"ortnb: loading {what} from {self.run_dir}")
         return to_pytorch(self)
+
+    def _predictor(self, which: str):
+        from transformers import PreTrainedTokenizerFast
+
+        from ..models.predict import Predictor
+
+        checkpoint, what = self.model_folder(which)
+        key = (str(checkpoint), checkpoint.stat().st_mtime_ns)
+        if getattr(self, "_loaded", (None,))[0] != key:
+            info = manifest.Manifest.read(Path(self.config.artifacts_dir))
+            if not info.tokenizer:
+                raise ValueError(f"{self.config.artifacts_dir} holds no tokenizer: predict() needs texts tokenized "
+                                 "as the run's were; give its rows as input_ids to load_model()'s model instead")
+            tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(Path(self.config.artifacts_dir) / info.tokenizer))
+            model = self.load_model(which, quiet=True).eval()
+            self._loaded = (key, Predictor(model, tokenizer, what))
+        return self._loaded[1]
 
 
 def train(artifacts_dir, dataset, *, steps: int, batch_size: int = 16, learning_rate: float = 1e-4,
@@ -147,10 +176,7 @@ def _plain(value):
 
 
 def _start(run_dir: Path) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    with open(run_dir / layout.LOG, "ab") as log:
-        process = subprocess.Popen([sys.executable, "-m", "ortnb.edge.worker", str(run_dir)], stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True, cwd=os.getcwd(), env=env)
-    liveness.record_process(run_dir, "writer", process.pid)  # one process trains and writes: the one rank
-    threading.Thread(target=process.wait, name="ortnb-edge-reaper", daemon=True).start()
-    return process
+    # One process trains and writes: the one rank, recorded as the writer.
+    return start_process([sys.executable, "-m", "ortnb.edge.worker", str(run_dir)], run_dir / layout.LOG,
+                         name="ortnb-edge-reaper", run_dir=run_dir, role=liveness.WRITER,
+                         env=dict(os.environ, PYTHONUNBUFFERED="1"))

@@ -4,17 +4,16 @@ folder) is ``ortnb.runs.run.Run``, importable from here as before."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import threading
 from pathlib import Path
 
 from .. import files
 from ..config import RunConfig
 from ..runs import layout, liveness
+from ..runs.start import start_process
 # Run and its helpers moved to ortnb/runs/run.py (issue 35); importable from here for one release.
-from ..runs.run import FORCE_GRACE_S, SETTLE_S, Run, _error_text, wait_for  # noqa: F401
+from ..runs.control import SETTLE_S  # noqa: F401
+from ..runs.run import FORCE_GRACE_S, Run, _error_text, wait_for  # noqa: F401
 from ..validation import check
 
 
@@ -32,12 +31,8 @@ def launch(cfg: RunConfig, launcher_args: list[str] | None = None, *, requests: 
     for name, body in (requests or {}).items():
         files.write_atomic(run_dir / name, json.dumps(body))
     command = [sys.executable, "-m", "ortnb.runner.supervise", str(run_dir), *(launcher_args or [])]
-    with open(run_dir / layout.LOG, "ab") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                   cwd=os.getcwd())
-    liveness.record_process(run_dir, "supervisor", process.pid)  # the supervisor records itself too, later
-    # Collect the supervisor when it exits, whether or not anyone reads the run's status again.
-    threading.Thread(target=process.wait, name="ortnb-reaper", daemon=True).start()
+    # pid-supervisor.json now, though the supervisor records itself too: a Stop in the next instant finds it.
+    process = start_process(command, run_dir / layout.LOG, name="ortnb-reaper", run_dir=run_dir, role=liveness.SUPERVISOR)
     return Run(cfg, run_dir, process)
 
 

@@ -41,9 +41,9 @@ from .. import files
 from ..config import RunConfig
 from ..errors import ConfigError
 from ..runs import layout, liveness, status_file
+from ..runs.start import start_process
 from . import torchrun
 
-ROLES = ("supervisor", "ranks", "writer")
 POLL_S = 0.1  # how often an idle worker looks for its next job
 PARENT = "parent.json"
 CLOSE = "close"
@@ -97,7 +97,7 @@ class WarmWorker:
         cfg.to_json(run_dir / layout.CONFIG)
         server = self._running(cfg.num_processes)
         # Recorded before the job is handed over, so the run counts as starting (not dead) while it waits.
-        for role in ("supervisor", "ranks"):
+        for role in (liveness.SUPERVISOR, liveness.RANKS):
             liveness.record_process(run_dir, role, server.process.pid, serves_in_turn=True)
         server.jobs += 1
         files.write_atomic(server.queue / f"{server.jobs:06d}.job", str(run_dir))
@@ -116,11 +116,9 @@ class WarmWorker:
         files.write_atomic(queue / PARENT, json.dumps(_me()))
         module = ["-m", "ortnb.runner.warm", str(self.runs_dir), str(queue)]
         command = [sys.executable, *module] if world == 1 else torchrun.command(world, module)
-        with open(queue / "worker.log", "ab") as log:  # each run's own output goes to its run.log
-            # A session of its own: stop()'s escalation signals this group, and must reach nothing else.
-            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                       env=worker_environment(RunConfig(num_processes=world)), start_new_session=True)
-        threading.Thread(target=process.wait, name="ortnb-warm-reaper", daemon=True).start()
+        # Its own log (each run's output goes to its run.log); each run records it as its process when it takes it.
+        process = start_process(command, queue / "worker.log", name="ortnb-warm-reaper",
+                                env=worker_environment(RunConfig(num_processes=world)))
         self._servers[world] = server = _Server(process, queue)
         self.started += 1
         return server
@@ -248,7 +246,7 @@ def train_one(run_dir: Path, rank: int, world: int, parent: Parent, number: int)
                 raise RuntimeError(f"the writing rank did not record the machine's peak ({layout.PEAK}) in 120 s")
             recorder = Recorder.open(run_dir, rank=rank, writes=writes)
             if writes:
-                liveness.record_process(run_dir, "writer", os.getpid(), serves_in_turn=True)
+                liveness.record_process(run_dir, liveness.WRITER, os.getpid(), serves_in_turn=True)
                 recorder.writer.event("warm", pid=os.getpid(), run=number)  # no process start in its start-up
             status = worker.run(run_dir, rank, world, recorder.writer, None, parent)
         except BaseException as error:  # noqa: BLE001 - a failed run must not end a worker serving the next

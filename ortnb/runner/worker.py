@@ -12,9 +12,10 @@ from pathlib import Path
 
 from .. import evaluation, files
 from ..config import DEFAULT_STEPS, RunConfig
+from ..vocabulary import Task
 from ..data.columns import Columns
 from ..errors import ConfigError
-from ..runs import layout
+from ..runs import layout, records
 from . import orphan
 from .evaluation import ClassificationMetrics, EvalCallback
 from ..runs.recorder import Recorder
@@ -79,11 +80,11 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
     from ..training import ORTTrainer
     from .callback import RunCallback
 
-    task = cfg.task or MODELS.get(cfg.model, Asset("", "", "sequence-classification")).task
+    task = cfg.task or MODELS.get(cfg.model, Asset("", "", Task.SEQUENCE_CLASSIFICATION)).task
     from transformers import set_seed
 
     set_seed(cfg.seed)  # new heads (the classifier) start from the same weights in every run being compared
-    phase("loading model")
+    phase(records.LOADING_MODEL)
     model, tokenizer, labels = _load_model(cfg, task, writer)
     phase("tokenizing")
     prepared, padding, grouping = _tokenize(cfg, task, tokenizer, labels, world, writer)
@@ -117,7 +118,7 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
                      parameters=sum(p.numel() for p in model.parameters()))
     # An ORT run's first forward announces its own phases (ONNX export, graph build, then first step); saying
     # "first step" here too would read "first step -> ONNX export -> graph build -> first step".
-    phase("starting training" if cfg.backend == "ort" else "first step")
+    phase(records.STARTING_TRAINING if cfg.backend == "ort" else records.FIRST_STEP)
     _fit(trainer, profiled)
     return _finish(trainer, cfg, run_dir, writer, callback, evaluator, peak)
 
@@ -164,7 +165,7 @@ def _finish(trainer, cfg: RunConfig, run_dir: Path, writer, callback, evaluator,
     stopped run was checkpointed), the engine report and the outcome written; returns the outcome."""
     from .. import flops
 
-    outcome = "stopped" if callback.stopped else "completed"
+    outcome = records.STOPPED if callback.stopped else records.COMPLETED
     if writer and peak and callback.max_mfu > 1.0:
         dtype = (files.read_json_object(run_dir / layout.PEAK) or {}).get("dtype", "fp32")
         old, new = flops.raise_peak(dtype, callback.max_mfu * peak)
@@ -182,7 +183,7 @@ def _finish(trainer, cfg: RunConfig, run_dir: Path, writer, callback, evaluator,
 
 def _final_fields(cfg: RunConfig, outcome: str, callback, evaluator) -> dict:
     """The outcome event's why: forced, the stop reason, early stopping, the target and when it was reached."""
-    final = {"forced": False} if outcome == "stopped" else {}
+    final = {"forced": False} if outcome == records.STOPPED else {}
     if callback.stop_reason:
         final["reason"] = callback.stop_reason
     if evaluator is not None and evaluator.early_stopped:

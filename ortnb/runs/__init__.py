@@ -15,11 +15,14 @@ watch it (``launch``, ``attach``, the Dashboard, the CLI). This package owns it,
 - ``control``: stopping a run (the STOP request the ranks read; the forced end when they do not answer);
 - ``recorder``: the writing process's side (pid file, heartbeat, stream, its failure put where readers look),
   with ``full_disk`` naming a full disk as one;
+- ``summary``: ``RunSummary``, what ``Run.summary()`` returns, declared key by key;
+- ``start``: the one way a run's process is started (log, session, pid file, reaper);
 - ``run``: ``Run``, a run as its folder shows it (status, metrics, stall, the weights it keeps, stop, wait).
 
 It sits below ``runner/`` (launching and supervising trainer runs), ``edge/`` and ``ui/``, and imports none of them
 nor ``tuning/`` or ``profiling/`` (tests/test_runs_layer.py): a kind of run plugs in through the ``kind`` that
-config.json names. ``ortnb.attach`` (attach_run.py, above the kinds) opens a folder of any kind.
+config.json names (an edge run is ``edge.run.EdgeRun``, a Run with the same types whose weights are ONNX Runtime
+checkpoints). ``ortnb.attach`` (attach_run.py, above the kinds) opens a folder of any kind.
 """
 
 from .layout import CONFIG, EDGE, KINDS, TRAINER, read_config, write_config

@@ -15,14 +15,16 @@ from typing import TYPE_CHECKING, Callable
 
 from .. import metrics
 from . import control, layout, liveness, stall, status_file
+from .control import SETTLE_S
+from .records import FINAL_EVENTS
 from .stream_write import append_event
+from .summary import RunSummary
 
 if TYPE_CHECKING:
     from ..config import RunConfig
 
 
 FORCE_GRACE_S = 10.0  # after SIGTERM, how long the ranks get before SIGKILL
-SETTLE_S = 30.0  # after the final event, how long wait() lets the processes exit (torchrun tears down)
 
 
 class Run:
@@ -83,7 +85,7 @@ class Run:
 
     @property
     def done(self) -> bool:
-        return self.status in metrics.FINAL_EVENTS
+        return self.status in FINAL_EVENTS
 
     @property
     def alive(self) -> bool:
@@ -96,7 +98,9 @@ class Run:
         status, error = self._state()
         return error if status == "failed" else None
 
-    def summary(self) -> dict:
+    def summary(self) -> RunSummary:
+        """The run's figures so far (runs/summary.py declares each key): speed after warm-up, memory, loss, the
+        engine that really ran, evaluations and a target."""
         return {"label": self.config.label, "status": self.status, "run_dir": str(self.run_dir),
                 **metrics.summarize(self.records(), self.config.warmup_steps)}
 
@@ -166,7 +170,7 @@ class Run:
         final = metrics.final_event(self.records())
         if final is None:
             stored = status_file.read(self.run_dir) or {}
-            if stored.get("status") in metrics.FINAL_EVENTS:
+            if stored.get("status") in FINAL_EVENTS:
                 return stored["status"], _error_text(stored)
             life = liveness.check(self.run_dir, self._known_processes())
             if life.alive or self._supervisor_running():
@@ -263,7 +267,7 @@ class Run:
             status = self.status
             if status == "stalled" and not through_stall:
                 break  # it may never end by itself: the caller decides (stop() ends it)
-            if status in metrics.FINAL_EVENTS:
+            if status in FINAL_EVENTS:
                 ended = ended or time.monotonic()
                 if not self._any_process_alive() or time.monotonic() - ended > SETTLE_S:
                     break
@@ -292,22 +296,22 @@ class Run:
         if self.done or not self.run_dir.exists():
             return self.status
         control.request_stop(self.run_dir, timeout)
-        if self._wait(timeout, through_stall=True) in metrics.FINAL_EVENTS:
+        if self._wait(timeout, through_stall=True) in FINAL_EVENTS:
             return self.status
         self._force()
         return self.status
 
     def _force(self) -> None:
         processes = self._known_processes()
-        supervisor = processes.get("supervisor")
+        supervisor = processes.get(liveness.SUPERVISOR)
         if supervisor and liveness.process_alive(supervisor):
             control.signal_group(supervisor["pid"], signal.SIGTERM)  # it ends the ranks and records why
         else:
-            for role in ("ranks", "writer"):
+            for role in (liveness.RANKS, liveness.WRITER):
                 if role in processes:
                     control.kill_tree(processes[role], signal.SIGTERM)
         if not self._processes_end_within(FORCE_GRACE_S):
-            for role in ("ranks", "writer"):  # the supervisor lives on to write the final event
+            for role in (liveness.RANKS, liveness.WRITER):  # the supervisor lives on to write the final event
                 if role in processes:
                     control.kill_tree(processes[role], signal.SIGKILL)
             if not self._processes_end_within(5.0) and supervisor:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from .. import judge, metrics
 from ..evaluation import METRIC_NAMES
+from ..runs.records import FIRST_STEP
+from ..tuning.space import AXES
 from ..views import comparison_table
 from ..views.markup import Markup, join, tag
 from ..views.numbers import format_duration, metric_text
@@ -191,7 +193,7 @@ def summary_items(entry: RunEntry) -> list[tuple[str, str]]:
         ("tokens/s, real (padded)", _tokens(s)),
         ("MFU", _mfu(s)),
         ("wall time", format_duration((entry.ended_at or entry.started_at) - entry.started_at)),
-        ("first step", first_step_text(s.get("startup_s"), s.get("first_step_s"))),
+        (FIRST_STEP, first_step_text(s.get("startup_s"), s.get("first_step_s"))),
         ("start-up", startup_text(s.get("startup_s"))),
         ("engine", s.get("engine") or "none (no step ran)"),
         ("run folder", str(s.get("run_dir") or entry.id)),
@@ -210,7 +212,7 @@ def startup_text(phases: dict | None) -> str:
     shown = {name: seconds for name, seconds in phases.items() if name not in first_step}
     first = metrics.first_step_seconds(phases)
     if first is not None:
-        shown["first step"] = first
+        shown[FIRST_STEP] = first
     parts = " · ".join(f"{name} {seconds:.1f}" for name, seconds in shown.items())
     return f"{sum(phases.values()):.1f} s to the end of step 1: {parts}"
 
@@ -220,7 +222,7 @@ def first_step_text(phases: dict | None, first_step_s: float | None) -> str:
     parts where there are several."""
     if first_step_s is None:
         return "–"
-    parts = {("step 1" if name == "first step" else name): seconds
+    parts = {("step 1" if name == FIRST_STEP else name): seconds
              for name, seconds in metrics.first_step_phases(phases or {}).items() if seconds > 0}
     detail = " (" + " · ".join(f"{name} {seconds:.1f}" for name, seconds in parts.items()) + ")" if len(parts) > 1 else ""
     return f"{first_step_s:.1f} s{detail}"
@@ -330,8 +332,6 @@ SEARCH_COLUMNS = [("rank", "#"), ("rung", "rung"), ("label", "configuration"), (
                   ("vs_yours", "vs your settings"),
                   ("p25", "p25–p75"), ("flag", "judged"), ("real_tokens_per_s", "real tokens/s"), ("mfu", "MFU %"), ("engine", "engine"),
                   ("first_step_s", "first step (s)"), ("reason", "why")]
-TUNED_FIELDS = ("backend", "optim", "precision", "zero_stage", "num_processes", "threads", "batch_size", "padding",
-                "length_grouping")
 
 
 def search_text(search, now: float) -> str:
@@ -436,5 +436,5 @@ def winner_for_form(best, form_config):
     winner's global batch (tuning.learning_rate: square-root scaling)."""
     from ..tuning import learning_rate
 
-    winner = form_config.replace(**{name: getattr(best, name) for name in TUNED_FIELDS}, name=None)
+    winner = form_config.replace(**{name: getattr(best, name) for name in AXES}, name=None)  # the axes it varied
     return learning_rate.follow_batch(form_config, winner)
