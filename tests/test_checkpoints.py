@@ -268,7 +268,7 @@ def test_a_kill_between_the_two_renames_of_best_leaves_best_old_which_readers_us
 
 def test_load_model_names_a_cut_or_foreign_weights_file(tmp_path):
     from ortnb.errors import WeightsError
-    from ortnb.predict import load_folder
+    from ortnb.models.predict import load_folder
 
     folder = whole_save(tmp_path / "m")
     cut(folder / "model.safetensors")

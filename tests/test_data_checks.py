@@ -12,7 +12,7 @@ import pytest
 
 from ortnb import assets, data, data_checks
 from ortnb.config import RunConfig
-from ortnb.data_checks import Labels
+from ortnb.data.checks import Labels
 from ortnb.errors import ConfigError
 from ortnb.validation import choices, notes, validate
 

@@ -11,7 +11,7 @@ import pytest
 
 from ortnb import data, data_checks, datafiles
 from ortnb.config import RunConfig
-from ortnb.data_columns import Columns, field_problems
+from ortnb.data.columns import Columns, field_problems
 from ortnb.errors import ConfigError
 from ortnb.validation import validate
 

@@ -10,7 +10,7 @@ import pytest
 
 from ortnb import data, evaluation, metrics, model_checks
 from ortnb.config import RunConfig
-from ortnb.data_checks import Labels
+from ortnb.data.checks import Labels
 from ortnb.runner.worker import planned_steps
 
 

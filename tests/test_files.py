@@ -42,7 +42,7 @@ def test_a_damaged_state_file_reads_as_absent(tmp_path, content):
 
 
 def test_checkpoint_names_of_both_kinds_of_run_give_their_step():
-    from ortnb.run_folder import checkpoint_step
+    from ortnb.runs.layout import checkpoint_step
 
     assert checkpoint_step("runs/a/checkpoint-120", "checkpoint") == 120
     assert checkpoint_step("runs/a/checkpoints/step-7", "step") == 7

@@ -17,7 +17,7 @@ from ._helpers import CPU, rows, write_rows
 
 
 def saved_two_class_model(folder: Path) -> str:
-    from ortnb.data_checks import Labels
+    from ortnb.data.checks import Labels
 
     model, tokenizer = assets.load_model("tiny-bert", "sequence-classification", labels=Labels(2, ("neg", "pos")))
     model.save_pretrained(folder)
@@ -93,7 +93,7 @@ def test_a_tokenizer_without_pad_eos_or_unk_is_refused(tmp_path):
 
 
 def test_pad_fallback_is_said():
-    from ortnb.model_checks import tokenizer_problems
+    from ortnb.models.checks import tokenizer_problems
 
     class Tokenizer:
         pad_token, eos_token, unk_token = None, "</s>", None

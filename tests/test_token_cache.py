@@ -199,7 +199,7 @@ def test_the_held_out_texts_in_entry_json_are_part_of_the_hash(tmp_path, tokeniz
 
 
 def test_a_mapped_column_is_another_entry(tmp_path, tokenizer, counted):
-    from ortnb.data_columns import Columns
+    from ortnb.data.columns import Columns
 
     rows = tmp_path / "rows.csv"
     rows.write_text(CSV.replace("text,label", "text,label,review", 1).replace("\n", ",x\n").replace(

@@ -159,7 +159,7 @@ def test_label_of_a_hand_written_config_never_raises():
 
 
 def test_a_path_or_a_hub_id_is_told_apart_sensibly(tmp_path, monkeypatch):
-    from ortnb.model_checks import looks_like_path
+    from ortnb.models.checks import looks_like_path
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "models").mkdir()

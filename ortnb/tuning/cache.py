@@ -51,7 +51,7 @@ def key(base: RunConfig, grid: dict, budget_s: float) -> dict:
 def data_identity(base: RunConfig) -> object:
     """The data the runs read: the dataset's identity, with the columns when they are not the defaults (so keys
     written before column mapping still match)."""
-    from ..data_columns import Columns
+    from ..data.columns import Columns
 
     columns = Columns.of(base)
     found = identify(base.dataset)

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .. import data_checks, datafiles
+from ..data import checks as data_checks
+from ..data import readers as datafiles
 from ..config import RunConfig, Task
-from ..data_columns import FIELDS, LABEL, TEXT, Columns
+from ..data.columns import FIELDS, LABEL, TEXT, Columns
 from ..validation import run_task
 
 LABELS = {"text_column": "text column", "label_column": "label column"}  # as the form names them

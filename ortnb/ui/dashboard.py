@@ -18,7 +18,9 @@ from ..comparison import workload_problems
 from ..config import RunConfig
 from ..display import Throttle, show_static, warn_text_mode, widget_frontend
 from ..errors import ConfigError
-from ..runner import Run, launch, layout
+from ..runner import launch
+from ..runs import layout
+from ..runs.run import Run
 from ..validation import validate
 from ..views.markup import tag
 from . import form, present
@@ -79,8 +81,8 @@ class Dashboard:
     def _build(self, config):
         import ipywidgets as w
 
-        from .fit import WidthWatcher, responsive
         from .columns import ColumnPicker
+        from .fit import WidthWatcher, responsive
         from .panel import ConfigPanel
         from .tryit import TryIt
 

@@ -6,7 +6,8 @@ import time
 
 from transformers import TrainerCallback
 
-from .. import charts, records
+from .. import charts
+from ..runs import records
 from ..display import Throttle, show_static, warn_text_mode, widget_frontend
 from ..memory import peak_rss_mb
 from .redraw import redraw

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..datafiles import SUFFIXES, decode
+from ..data.readers import SUFFIXES, decode
 
 MAX_UPLOAD_MB = 50
 ACCEPT = ",".join(SUFFIXES)  # the file picker's filter: .csv,.json,.jsonl,.txt
