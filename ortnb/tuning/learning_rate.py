@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import math
 
-RULE = "square-root scaling with the global batch"
-
-
 def global_batch(config) -> int:
     """Samples per optimizer step across all processes."""
     return int(config.batch_size) * max(1, int(config.num_processes or 1))
