@@ -33,6 +33,7 @@ _LAZY = {
     "compare": "ortnb.comparison",
     "tune": "ortnb.tuning",
     "TuneResult": "ortnb.tuning",
+    "tune_to_target": "ortnb.tuning",
     "profile": "ortnb.profiling",
     "Profile": "ortnb.profiling",
     "Dashboard": "ortnb.ui.dashboard",

@@ -1,0 +1,240 @@
+"""Find fastest *to quality*: an Optuna study whose trials are real runs racing to a target on the held-out split.
+
+``tune()`` ranks configurations by samples per second; what a user waits for is a good model, and a faster step
+that needs more samples (a larger batch) or a learning rate that climbs slowly can lose that race. Here every trial
+trains the user's task with a target and is judged by the seconds it took to reach it (training, evaluations and
+start-up included: what the user waits for).
+
+- **The measure**: seconds to the target. While a trial trains, each evaluation reports a *projection*: the seconds
+  so far divided by the share of the way from chance to the target the best evaluation covered (``projected_s``);
+  once reached, the real figure. A trial that never reaches the target ends at its cap with its projection.
+- **Pruning**: evaluations fall at the same numbers of samples in every trial (``eval_every`` follows the global
+  batch), so Optuna's successive-halving pruner compares trials at equal rungs and stops the slow ones early.
+- **Storage**: the study is a SQLite file in ortnb's cache folder (``studies.sqlite3``), named by the workload
+  (model, data, target, metric), so a search that crashed resumes where it was, a second search on the same
+  workload adds trials to the same study, ``optuna-dashboard sqlite:///<file>`` opens it, and several machines given
+  the same database URL (``storage=``, e.g. a PostgreSQL server) search it together.
+
+The trials' runs are real runs (``ortnb.launch``); tests hand in a ``train`` function instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..cache_folder import cache_root
+from ..config import RunConfig
+from ..errors import ConfigError, MissingDependencyError
+from .learning_rate import global_batch
+
+STUDIES_FILE = "studies.sqlite3"
+EVAL_SAMPLES = 512  # samples between evaluations in every trial: the pruner's rungs fall at equal samples
+NEVER_S = 1e9  # the projection of a run that has not left chance: "never", as a number Optuna can compare
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One setting a trial chooses: from ``choices``, or log-uniformly between ``low`` and ``high``."""
+
+    name: str
+    choices: tuple = ()
+    low: float | None = None
+    high: float | None = None
+
+    def suggest(self, trial):
+        if self.choices:
+            return trial.suggest_categorical(self.name, list(self.choices))
+        return trial.suggest_float(self.name, self.low, self.high, log=True)
+
+
+def default_axes(base: RunConfig, bf16_native: bool, ort_available: bool) -> list[Axis]:
+    """What a trial may choose on this machine: batch size, learning rate, precision where bf16 is native, the
+    engine where ONNX Runtime training imports, and frozen word embeddings."""
+    rate = float(base.learning_rate)
+    axes = [Axis("batch_size", (8, 16, 32)), Axis("learning_rate", low=rate / 3, high=rate * 6)]
+    if bf16_native:
+        axes.append(Axis("precision", ("no", "bf16")))
+    if ort_available:
+        axes.append(Axis("backend", ("eager", "ort")))
+    if "freeze_embeddings" in RunConfig.__dataclass_fields__:
+        axes.append(Axis("freeze_embeddings", (False, True)))
+    return axes
+
+
+def projected_s(elapsed_s: float, best: float | None, target: float, chance: float) -> float:
+    """Seconds to reach ``target`` projected from the progress so far (pure): ``elapsed_s`` once reached; else the
+    elapsed seconds over the share of the way from ``chance`` to the target covered; ``NEVER_S`` before any
+    progress."""
+    if best is not None and best >= target:
+        return elapsed_s
+    covered = 0.0 if best is None else (best - chance) / (target - chance)
+    return elapsed_s / covered if covered > 0 else NEVER_S
+
+
+def eval_every(config: RunConfig, samples: int = EVAL_SAMPLES) -> int:
+    """Optimizer steps between evaluations so that every trial evaluates after the same numbers of samples."""
+    return max(1, round(samples / global_batch(config)))
+
+
+def trial_config(base: RunConfig, settings: dict, target: float, max_samples: int, runs_dir: Path,
+                 number: int) -> RunConfig:
+    """The run of one trial: the base with the trial's settings, the target, evaluations at equal samples."""
+    config = base.replace(**settings, name=f"trial {number}", output_dir=str(runs_dir), evaluate=True, epochs=None,
+                          early_stopping_patience=None, report_to=None)
+    config = config.replace(max_steps=max(1, max_samples // global_batch(config)))
+    return config.replace(target=target, eval_every=eval_every(config))
+
+
+def study_name(base: RunConfig, target: float) -> str:
+    """The workload a study measures: the same name for the same model, data, task, metric and target."""
+    from .cache import data_identity
+
+    workload = {"model": base.model, "data": data_identity(base), "task": str(base.task or ""),
+                "metric": str(base.metric or ""), "seq_len": base.seq_len, "target": target}
+    digest = hashlib.sha256(json.dumps(workload, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return f"ortnb-{base.model}-{digest}"
+
+
+def storage_url(storage: str | Path | None) -> str:
+    """A database URL for Optuna: given as a URL, a SQLite file path, or None for the one in the cache folder."""
+    if storage is not None and "://" in str(storage):
+        return str(storage)
+    path = Path(storage) if storage is not None else cache_root() / STUDIES_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path.resolve()}"
+
+
+@dataclass
+class QualityResult:
+    study: object  # optuna.Study: open it with optuna's plots or optuna-dashboard
+    storage: str
+    target: float
+
+    @property
+    def best(self) -> dict | None:
+        """The best finished trial's settings and its seconds to the target, or None when no trial reached it."""
+        done = [t for t in self.study.trials if t.value is not None and t.user_attrs.get("reached")]
+        if not done:
+            return None
+        top = min(done, key=lambda t: t.value)
+        return {**top.params, "seconds_to_target": top.value, "trial": top.number}
+
+    def table(self):
+        """One row per trial: its settings, state (complete, pruned, failed), seconds (or projection), reached."""
+        import pandas as pd
+
+        rows = [{"trial": t.number, **t.params, "state": t.state.name.lower(), "seconds": t.value,
+                 "reached": bool(t.user_attrs.get("reached")), "engine": t.user_attrs.get("engine")}
+                for t in self.study.trials]
+        return pd.DataFrame(rows).sort_values("seconds", na_position="last").reset_index(drop=True)
+
+
+def tune_to_target(model: str | None = None, dataset=None, *, target: float, base: RunConfig | None = None,
+                   **options) -> QualityResult:
+    """``ortnb.tune_to_target``: the configuration of ``model`` on ``dataset`` (or ``base``) that reaches ``target``
+    soonest on this machine, by an Optuna study of real runs (see ``search`` for the options)."""
+    base = base or RunConfig()
+    base = base.replace(**{name: value for name, value in (("model", model), ("dataset", dataset)) if value is not None})
+    return search(base, target, **options)
+
+
+def search(base: RunConfig, target: float, *, trials: int = 12, max_samples: int = 8192, storage=None,
+           runs_dir: str | Path | None = None, chance: float | None = None, axes: list[Axis] | None = None,
+           train: Callable | None = None, seed: int = 0) -> QualityResult:
+    """Race ``trials`` configurations of ``base`` to ``target`` (on its metric, on the held-out split), each capped at
+    ``max_samples`` training samples, pruning those that fall behind; returns the study and the winner.
+    ``train(config, report)`` runs one trial and returns ``(seconds, reached, engine)``, calling
+    ``report(rung, projected_s)`` after each evaluation (which raises to prune); the default launches real runs."""
+    try:
+        import optuna
+    except ImportError:
+        raise MissingDependencyError("tune_to_target runs an Optuna study: pip install 'ortnb[search]' "
+                                     "(or pip install optuna)") from None
+
+    problems = _problems(base, target, trials, max_samples)
+    if problems:
+        raise ConfigError(problems)
+    chance = chance if chance is not None else 0.5
+    url = storage_url(storage)
+    study = optuna.create_study(study_name=study_name(base, target), storage=url, direction="minimize",
+                                load_if_exists=True, sampler=optuna.samplers.TPESampler(seed=seed),
+                                pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3))
+    axes = axes if axes is not None else _machine_axes(base)
+    folder = Path(runs_dir) if runs_dir is not None else Path(base.output_dir) / "quality-search"
+    train = train or _train_for_real(chance, target)
+
+    def objective(trial) -> float:
+        settings = {axis.name: axis.suggest(trial) for axis in axes}
+        config = trial_config(base, settings, target, max_samples, folder, trial.number)
+
+        def report(rung: int, projected: float) -> None:
+            trial.report(projected, rung)
+            if trial.should_prune():
+                raise optuna.TrialPruned()
+
+        seconds, reached, engine = train(config, report)
+        trial.set_user_attr("reached", bool(reached))
+        trial.set_user_attr("engine", engine)
+        return seconds
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study.optimize(objective, n_trials=trials, catch=(RuntimeError,))
+    return QualityResult(study, url, target)
+
+
+def _problems(base: RunConfig, target: float, trials: int, max_samples: int) -> list[str]:
+    problems = []
+    if not isinstance(target, (int, float)) or not 0 < target <= 1:
+        problems.append(f"target={target!r}: the accuracy (or F1) the search races to, between 0 and 1 (e.g. 0.8)")
+    if not isinstance(trials, int) or trials < 1:
+        problems.append(f"trials={trials!r}: how many configurations to race, at least 1")
+    if not isinstance(max_samples, int) or max_samples < EVAL_SAMPLES:
+        problems.append(f"max_samples={max_samples!r}: each trial's cap in training samples, at least {EVAL_SAMPLES} "
+                        "(one evaluation's worth)")
+    if base.metric in ("loss", "perplexity"):
+        problems.append(f"metric={base.metric!r}: the search races to a score that rises (accuracy or f1)")
+    return problems
+
+
+def _machine_axes(base: RunConfig) -> list[Axis]:
+    from .. import _imports
+    from ..hardware import capabilities
+
+    return default_axes(base, capabilities().bf16_cpu_native, _imports.is_ort_training_available())
+
+
+def _train_for_real(chance: float, target: float):
+    """train(config, report) on a real run: launched, followed, each evaluation reported as a projection from the
+    seconds since the run began (its first event); a pruned trial's run is stopped before the pruning goes on."""
+    def train(config: RunConfig, report) -> tuple[float, bool, str | None]:
+        from ..runner import launch
+        from ..runner.ending import ended_after
+
+        run = launch(config)
+        seen = {"start": None, "best": None, "evaluations": 0, "last": 0.0}
+        metric = str(config.metric or "accuracy")
+
+        def on_record(record: dict) -> None:
+            moment = record.get("time") if record.get("kind") == "event" else None
+            if isinstance(moment, (int, float)):
+                seen["start"] = moment if seen["start"] is None else seen["start"]
+                seen["last"] = moment - seen["start"]
+            if record.get("event") != "eval" or record.get(metric) is None:
+                return
+            seen["best"] = max(record[metric], seen["best"] if seen["best"] is not None else record[metric])
+            seen["evaluations"] += 1
+            report(seen["evaluations"], projected_s(seen["last"], seen["best"], target, chance))
+
+        with ended_after(run, 5.0):
+            run.follow(on_record)
+        summary = run.summary()
+        reached = bool(summary.get("reached_target"))
+        seconds = (summary["target_reached_s"] if reached and summary.get("target_reached_s") is not None
+                   else projected_s(seen["last"], seen["best"], target, chance))
+        return float(seconds), reached, summary.get("engine")
+
+    return train

@@ -1,0 +1,104 @@
+"""The search that ranks by time to quality (tuning/quality.py): its projections on exact values, and a real Optuna
+study (SQLite storage, successive-halving pruner) driven by a stand-in for the runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from ortnb.config import RunConfig
+from ortnb.errors import ConfigError
+from ortnb.tuning import quality
+
+pytest.importorskip("optuna")
+
+BASE = RunConfig(model="tiny", backend="eager", batch_size=16, learning_rate=5e-5)
+
+
+def test_a_projection_is_the_seconds_so_far_over_the_share_of_the_way_to_the_target():
+    assert quality.projected_s(40.0, 0.82, target=0.8, chance=0.5) == 40.0  # reached: the real figure
+    assert quality.projected_s(40.0, 0.65, target=0.8, chance=0.5) == pytest.approx(80.0)  # half way: twice
+    assert quality.projected_s(40.0, 0.74, target=0.8, chance=0.5) == pytest.approx(50.0)
+    assert quality.projected_s(40.0, 0.5, target=0.8, chance=0.5) == quality.NEVER_S  # still at chance
+    assert quality.projected_s(40.0, 0.41, target=0.8, chance=0.5) == quality.NEVER_S
+    assert quality.projected_s(3.0, None, target=0.8, chance=0.5) == quality.NEVER_S  # no evaluation yet
+
+
+def test_every_trial_evaluates_after_the_same_numbers_of_samples(tmp_path):
+    assert quality.eval_every(BASE) == 32  # 512 samples at 16 a step
+    assert quality.eval_every(BASE.replace(batch_size=32, num_processes=2)) == 8
+    config = quality.trial_config(BASE, {"batch_size": 32, "learning_rate": 1e-4}, 0.8, 8192, tmp_path, 3)
+    assert (config.max_steps, config.eval_every, config.target, config.name) == (256, 16, 0.8, "trial 3")
+    assert config.evaluate and config.learning_rate == 1e-4 and config.output_dir == str(tmp_path)
+
+
+def test_a_study_is_named_by_its_workload():
+    assert quality.study_name(BASE, 0.8) == quality.study_name(BASE.replace(batch_size=32), 0.8)  # not a setting
+    assert quality.study_name(BASE, 0.8) != quality.study_name(BASE, 0.85)
+    assert quality.study_name(BASE, 0.8) != quality.study_name(BASE.replace(model="minilm"), 0.8)
+
+
+def test_the_storage_is_a_sqlite_file_in_the_cache_unless_given(tmp_path, monkeypatch):
+    monkeypatch.setenv("ORTNB_CACHE", str(tmp_path / "cache"))
+    assert quality.storage_url(None) == f"sqlite:///{tmp_path / 'cache' / quality.STUDIES_FILE}"
+    assert quality.storage_url(tmp_path / "mine.db") == f"sqlite:///{tmp_path / 'mine.db'}"
+    assert quality.storage_url("postgresql://host/db") == "postgresql://host/db"  # several machines, one study
+
+
+def fake_train(log):
+    """A stand-in for a run: the larger the learning rate (up to 2e-4) the sooner the target; four evaluations,
+    each reporting its projection; a pruned trial stops at the evaluation where it is pruned."""
+    def train(config, report):
+        seconds = 30.0 * (2e-4 / min(config.learning_rate, 2e-4)) * (16 / config.batch_size) ** 0.5
+        for rung in range(1, 5):
+            log.append((config.name, rung))
+            report(rung, seconds * (1 + 1 / rung))
+        return seconds, True, "pytorch"
+
+    return train
+
+
+def test_a_search_races_trials_prunes_the_slow_and_resumes_from_its_database(tmp_path):
+    log = []
+    axes = [quality.Axis("batch_size", (16, 32)), quality.Axis("learning_rate", low=1e-5, high=2e-4)]
+    found = quality.search(BASE, 0.8, trials=8, storage=tmp_path / "s.db", runs_dir=tmp_path, axes=axes,
+                           train=fake_train(log))
+    table = found.table()
+    assert len(table) == 8 and set(table["state"]) <= {"complete", "pruned"}
+    assert (table["state"] == "pruned").any()  # successive halving stopped some before their fourth evaluation
+    complete = table[table["state"] == "complete"]
+    best = found.best
+    assert best["seconds_to_target"] == pytest.approx(complete["seconds"].min())
+    assert best["learning_rate"] == complete.sort_values("seconds").iloc[0]["learning_rate"]
+    again = quality.search(BASE, 0.8, trials=2, storage=tmp_path / "s.db", runs_dir=tmp_path, axes=axes,
+                           train=fake_train(log))
+    assert len(again.study.trials) == 10  # the same study, two trials more
+    assert again.study.study_name == found.study.study_name
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({"target": 80}, "target=80: the accuracy"),
+    ({"trials": 0}, "trials=0"),
+    ({"max_samples": 100}, "max_samples=100"),
+])
+def test_bad_arguments_are_refused_before_any_trial(tmp_path, changes, words):
+    arguments = {"target": 0.8, "trials": 2, "max_samples": 4096} | changes
+    with pytest.raises(ConfigError, match=words):
+        quality.search(BASE, arguments.pop("target"), storage=tmp_path / "s.db", train=lambda c, r: 1 / 0,
+                       **arguments)
+
+
+def test_a_falling_metric_is_refused():
+    with pytest.raises(ConfigError, match="metric='loss'"):
+        quality.search(BASE.replace(metric="loss"), 0.8, train=lambda c, r: 1 / 0)
+
+
+def test_tune_to_target_takes_a_model_and_data_as_tune_does(tmp_path):
+    seen = []
+
+    def train(config, report):
+        seen.append((config.model, config.dataset, config.target))
+        return 10.0, True, "pytorch"
+
+    found = quality.tune_to_target("tiny", "hamlet.txt", target=0.75, trials=1, storage=tmp_path / "s.db",
+                                   runs_dir=tmp_path, axes=[quality.Axis("batch_size", (16,))], train=train)
+    assert seen == [("tiny", "hamlet.txt", 0.75)] and found.best["seconds_to_target"] == 10.0
