@@ -11,7 +11,7 @@ from ortnb.tuning import quality
 
 pytest.importorskip("optuna")
 
-BASE = RunConfig(model="tiny", backend="eager", batch_size=16, learning_rate=5e-5)
+BASE = RunConfig(model="tiny-bert", backend="eager", batch_size=16, learning_rate=5e-5)
 
 
 def test_a_projection_is_the_seconds_so_far_over_the_share_of_the_way_to_the_target():
@@ -35,6 +35,11 @@ def test_a_study_is_named_by_its_workload():
     assert quality.study_name(BASE, 0.8) == quality.study_name(BASE.replace(batch_size=32), 0.8)  # not a setting
     assert quality.study_name(BASE, 0.8) != quality.study_name(BASE, 0.85)
     assert quality.study_name(BASE, 0.8) != quality.study_name(BASE.replace(model="minilm"), 0.8)
+
+
+def test_a_base_that_cannot_run_is_refused_before_any_trial(tmp_path):
+    with pytest.raises(ConfigError, match="unknown built-in model 'tiny'"):
+        quality.search(BASE.replace(model="tiny"), 0.8, storage=tmp_path / "s.db", train=lambda c, r: 1 / 0)
 
 
 def test_the_storage_is_a_sqlite_file_in_the_cache_unless_given(tmp_path, monkeypatch):
@@ -99,6 +104,6 @@ def test_tune_to_target_takes_a_model_and_data_as_tune_does(tmp_path):
         seen.append((config.model, config.dataset, config.target))
         return 10.0, True, "pytorch"
 
-    found = quality.tune_to_target("tiny", "hamlet.txt", target=0.75, trials=1, storage=tmp_path / "s.db",
+    found = quality.tune_to_target("tiny-bert", "rotten_tomatoes", target=0.75, trials=1, storage=tmp_path / "s.db",
                                    runs_dir=tmp_path, axes=[quality.Axis("batch_size", (16,))], train=train)
-    assert seen == [("tiny", "hamlet.txt", 0.75)] and found.best["seconds_to_target"] == 10.0
+    assert seen == [("tiny-bert", "rotten_tomatoes", 0.75)] and found.best["seconds_to_target"] == 10.0

@@ -155,7 +155,12 @@ def search(base: RunConfig, target: float, *, trials: int = 12, max_samples: int
         raise MissingDependencyError("tune_to_target runs an Optuna study: pip install 'ortnb[search]' "
                                      "(or pip install optuna)") from None
 
+    folder = Path(runs_dir) if runs_dir is not None else Path(base.output_dir) / "quality-search"
     problems = _problems(base, target, trials, max_samples)
+    if not problems:  # the base as a trial runs it: a model or data that cannot run is named before any trial
+        from ..validation import validate
+
+        problems = [str(p) for p in validate(trial_config(base, {}, target, max_samples, folder, 0))]
     if problems:
         raise ConfigError(problems)
     chance = chance if chance is not None else 0.5
@@ -164,7 +169,6 @@ def search(base: RunConfig, target: float, *, trials: int = 12, max_samples: int
                                 load_if_exists=True, sampler=optuna.samplers.TPESampler(seed=seed),
                                 pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3))
     axes = axes if axes is not None else _machine_axes(base)
-    folder = Path(runs_dir) if runs_dir is not None else Path(base.output_dir) / "quality-search"
     train = train or _train_for_real(chance, target)
 
     def objective(trial) -> float:
