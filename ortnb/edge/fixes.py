@@ -2,7 +2,7 @@
 
 Like ``backends/ort_compat.py`` for ORTModule, each mend is a ``Fix`` whose ``needed(model)`` looks at the
 ONNX model in hand and whose ``apply(model)`` changes it in place; a fix runs only when needed and the
-artifacts' manifest lists the ones that ran. tests/test_edge_fixes.py shows that each is needed.
+artifacts' manifest lists the ones that ran. tests/edge/test_edge_fixes.py shows that each is needed.
 
 The export flags that avoid other breakage are not fixes but choices, made once in ``artifacts.py``:
 the TorchScript exporter (``dynamo=False``), training mode, no constant folding (initializer names stay

@@ -3,7 +3,7 @@
 onnxruntime.training imports ORTModule (and so torch) whenever torch is installed; on a phone or a
 small box it is not, and ``onnxruntime.training`` then skips ORTModule. Hiding torch makes this process
 take that same path, and any code of ours that reached for torch would fail here, loudly, as it would
-there. ``"torch" not in sys.modules`` holds to the end (tests/test_edge_train.py checks it).
+there. ``"torch" not in sys.modules`` holds to the end (tests/edge/test_edge_train.py checks it).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ SetLearningRate): every step would run at the optimizer's default, 1e-3. The opt
 the step count (1 at the first step). So the bundle's copy of optimizer_model.onnx computes the rate itself,
 ``peak * max(0, 1 - (step - 1) / steps)``, the linear decay ``loop.learning_rate`` gives the Python training API,
 and ignores the rate ORT feeds. The same graph loaded by the Python API trains as ``ortnb.edge.train`` does, to the
-float32 rounding of the rate (losses within 1e-6: tests/test_edge_web.py). Torch-free.
+float32 rounding of the rate (losses within 1e-6: tests/edge/test_edge_web.py). Torch-free.
 """
 
 from __future__ import annotations

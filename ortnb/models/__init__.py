@@ -9,6 +9,6 @@ does the trained one say.
 - ``predict``: a trained run's model in the kernel (labels and probabilities, a continuation).
 
 It sits above ``data/`` (``checks.Labels`` sizes a head) and below everything that trains or shows a run: it
-imports nothing of ui/, runner/, tuning/, edge/, profiling/ or views/ (tests/test_data_models_layer.py).
+imports nothing of ui/, runner/, tuning/, edge/, profiling/ or views/ (tests/data/test_data_models_layer.py).
 Importing it stays light: transformers and torch are imported inside the functions that need them.
 """

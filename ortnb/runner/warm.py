@@ -2,7 +2,7 @@
 otherwise pay a whole run's start-up each: a Python interpreter for the supervisor and one per rank (torchrun's
 too), torch, transformers and ONNX Runtime imported again, the ranks' process group formed again. A warm worker
 pays that once; each run still loads its model, reads its data from the token cache and, on ORT, exports its
-graph. A run trained warm has the same losses as the same run launched cold (tests/test_warm_worker.py).
+graph. A run trained warm has the same losses as the same run launched cold (tests/runner/test_warm_worker.py).
 
     python -m ortnb.runner.warm RUNS_DIR QUEUE_DIR                       (one process)
     python -m ortnb.runner.torchrun [loopback node arguments] --nproc_per_node=N -m ortnb.runner.warm RUNS_DIR QUEUE_DIR

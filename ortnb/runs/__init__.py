@@ -20,7 +20,7 @@ watch it (``launch``, ``attach``, the Dashboard, the CLI). This package owns it,
 - ``run``: ``Run``, a run as its folder shows it (status, metrics, stall, the weights it keeps, stop, wait).
 
 It sits below ``runner/`` (launching and supervising trainer runs), ``edge/`` and ``ui/``, and imports none of them
-nor ``tuning/`` or ``profiling/`` (tests/test_runs_layer.py): a kind of run plugs in through the ``kind`` that
+nor ``tuning/`` or ``profiling/`` (tests/runs/test_runs_layer.py): a kind of run plugs in through the ``kind`` that
 config.json names (an edge run is ``edge.run.EdgeRun``, a Run with the same types whose weights are ONNX Runtime
 checkpoints). ``ortnb.attach`` (attach_run.py, above the kinds) opens a folder of any kind.
 """

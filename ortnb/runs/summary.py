@@ -2,7 +2,7 @@
 
 The summary stays a plain dict (it is JSON in every report, the comparison's rows and the tune cache), but every
 key it may hold is declared here with what it means, so a reader's ``summary["..."]`` names a declared field and a
-new figure is added here first (tests/test_runs_layer.py checks ``metrics.summarize``'s keys against this list).
+new figure is added here first (tests/runs/test_runs_layer.py checks ``metrics.summarize``'s keys against this list).
 """
 
 from __future__ import annotations

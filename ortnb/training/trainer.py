@@ -37,7 +37,7 @@ logger = logging.getLogger("ortnb")
 ORTNB_FOLDER = ".ortnb"
 ENGINE_REPORT = "engine_report.json"
 # transformers' Trainer(model) with no args builds TrainingArguments(output_dir="tmp_trainer"); ORTTrainer(model)
-# picks the same (tests/test_trainer.py compares the two).
+# picks the same (tests/training/test_trainer.py compares the two).
 DEFAULT_OUTPUT_DIR = "tmp_trainer"
 
 _NOT_GIVEN = object()

@@ -13,7 +13,7 @@ their empty axes and hints for a whole run while the kernel's figure was right):
   ignore these two traits, so nothing is drawn twice).
 
 These rely on plotly.py's private batch and sync attributes, which is why plotly is pinned in
-requirements/constraints.txt and tests/ui/test_redraw.py reads them on the installed version.
+requirements/constraints.txt and tests/ui/test_ui_redraw.py reads them on the installed version.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What every surface shows, as pure functions: the Dashboard (ui/), the CLI, report.html and profile.html.
 
 A layer of its own: it reads records and summaries and returns text, numbers and HTML; it imports nothing of
-ui/, runner/, tuning/ or edge/ (tests/test_views_layer.py walks its imports), so report.py no longer reaches
+ui/, runner/, tuning/ or edge/ (tests/views/test_views_layer.py walks its imports), so report.py no longer reaches
 into the notebook UI for a table.
 
 - ``markup``: the one way text reaches HTML (and plotly's text): ``escape``, ``tag``, ``join``, ``Markup``.

@@ -1,4 +1,4 @@
-"""Worker for tests/test_distributed.py, started by torchrun: trains a tiny BERT with ORTTrainer
+"""Worker for tests/training/test_distributed.py, started by torchrun: trains a tiny BERT with ORTTrainer
 under DDP or DeepSpeed and writes this rank's per-step losses to OUT/rank<N>.json."""
 
 import json

@@ -18,7 +18,7 @@
 // the unicode_categories crate, whose tables are Unicode 8.0 (2015); a current browser's \p{Cf}, \p{Mn}
 // and \p{P} disagree with them on some 650 code points added or recategorised since (Adlam and Arabic
 // marks, U+2E43.. dashes, ...). So those three classes are the Rust library's own, read from it code
-// point by code point, as ranges of hex code points (tests/test_edge_web_tokenizer.py checks them
+// point by code point, as ranges of hex code points (tests/edge/test_edge_web_tokenizer.py checks them
 // against the installed `tokenizers`). Whitespace (Rust's char::is_whitespace) and lowercasing (Rust's
 // char::to_lowercase) come from Rust's standard library, which follows current Unicode, as browsers do.
 function ranges(text) {
