@@ -21,7 +21,7 @@ import pytest
 
 from .lab_driver import (browser_page, button, jupyterlab, live_view, live_view_problems, open_notebook,
                          require_chromium, run_cell, write_notebook)
-from .test_views_escape import payload_folder
+from ._helpers import payload_folder
 
 pytestmark = pytest.mark.browser
 STEPS = 12
