@@ -20,8 +20,10 @@ CLASSIFICATION_METRICS = ("accuracy", "f1", "loss")
 CAUSAL_METRICS = ("perplexity", "loss")
 HIGHER_IS_BETTER = {"accuracy": True, "f1": True, "loss": False, "perplexity": False}
 METRIC_NAMES = {"accuracy": "accuracy", "f1": "macro-F1", "loss": "eval loss", "perplexity": "perplexity"}
-EVALUATIONS_PER_RUN = 5  # eval_every=None spreads this many over the run (plus one before the first step)
+EVALUATIONS_PER_RUN = 5  # eval_every=None spreads this many over the run (plus one before the first step
+# unless the run has a target)
 WRONG_SHOWN = 5
+EVAL_BATCH_FACTOR, EVAL_BATCH_CAP = 4, 128  # eval_batch_size=None: 4 x the training batch, at most 128 rows
 
 
 def default_metric(task: str) -> str:
@@ -39,10 +41,40 @@ def eval_interval(max_steps: int, eval_every: int | None) -> int:
     return max(1, math.ceil(max_steps / EVALUATIONS_PER_RUN))
 
 
-def planned_evaluations(max_steps: int, interval: int) -> list[int]:
-    """The steps a run evaluates at: 0 (before training), every ``interval`` steps, and the last step."""
-    steps = [0, *range(interval, max_steps + 1, interval)]
-    return steps if steps[-1] == max_steps else [*steps, max_steps]
+def planned_evaluations(max_steps: int, interval: int, target: float | None = None) -> list[int]:
+    """The steps a run evaluates at: 0 (before training; not with a target: untrained weights reach none), every
+    ``interval`` steps, and the last step."""
+    steps = [*([0] if target is None else []), *range(interval, max_steps + 1, interval)]
+    return steps if steps and steps[-1] == max_steps else [*steps, max_steps]
+
+
+def eval_batch_size(batch_size: int, asked: int | None, task: str) -> int:
+    """Rows per evaluation batch: as asked; else 4 x the training batch, at most EVAL_BATCH_CAP (never below the
+    training batch) for a classifier, and the training batch for a causal LM, whose logits over the whole
+    vocabulary for every token are what fills memory."""
+    if asked:
+        return int(asked)
+    if task == Task.CAUSAL_LM:
+        return batch_size
+    return max(batch_size, min(EVAL_BATCH_FACTOR * batch_size, EVAL_BATCH_CAP))
+
+
+def length_order(lengths) -> np.ndarray:
+    """Row indices, longest first (ties in row order): batches of rows of similar length pad little, and the
+    largest batch comes first, so one that does not fit memory fails at once. Every metric is an aggregate over
+    rows and ``in_row_order`` puts predictions back, so the order changes no reported figure."""
+    return np.argsort(-np.asarray(lengths, dtype=np.int64), kind="stable")
+
+
+def in_row_order(values, order) -> np.ndarray:
+    """``values`` computed on the rows taken in ``order`` (row ``order[i]`` at position ``i``), back in row
+    order; ``order`` None: as they are."""
+    values = np.asarray(values)
+    if order is None:
+        return values
+    restored = np.empty_like(values)
+    restored[np.asarray(order)] = values
+    return restored
 
 
 def is_better(metric: str, value: float | None, best: float | None) -> bool:

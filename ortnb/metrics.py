@@ -156,7 +156,8 @@ def best_evaluation(records: list[dict]) -> dict | None:
 def evaluation_summary(records: list[dict]) -> dict:
     """The best evaluation (ties on the metric go to the lower held-out loss: evaluation.BestTracker): its value,
     step, held-out loss and when it was reached (s since the run began); the last evaluation's step and values;
-    whether the run stopped early. Empty without evaluations."""
+    whether the run stopped early; how many evaluations there were and their seconds together (eval_total_s: time
+    the steps' figures leave out). Empty without evaluations."""
     found = evaluations(records)
     if not found:
         return {}
@@ -167,11 +168,18 @@ def evaluation_summary(records: list[dict]) -> dict:
     return {"metric": metric, "best_value": value, "best_step": best.get("step") if best else None,
             "best_reached_s": _since(best, run_start(records)) if best else None,
             "best_eval_loss": best.get("eval_loss") if best else None, "last_eval_step": last.get("step"),
-            "evaluations": len(found), "eval_loss": last.get("eval_loss"), "accuracy": last.get("accuracy"),
+            "evaluations": len(found), "eval_total_s": _total(e.get("eval_time_s") for e in found),
+            "eval_loss": last.get("eval_loss"), "accuracy": last.get("accuracy"),
             "f1": last.get("f1"), "perplexity": last.get("perplexity"),
             "early_stopped": bool(final.get("early_stopped")),
             "early_stop": next((e["early_stop"] for e in reversed(found) if e.get("early_stop")), None),
             **_target(final, run_start(records))}
+
+
+def _total(seconds) -> float | None:
+    """The sum of the numbers among ``seconds`` (None when none is one)."""
+    numbers = [float(s) for s in seconds if isinstance(s, (int, float)) and not isinstance(s, bool)]
+    return round(sum(numbers), 4) if numbers else None
 
 
 def _target(final: dict, start: float | None) -> dict:

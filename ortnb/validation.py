@@ -147,6 +147,8 @@ def _check_numbers(cfg, caps, problems):
     need(isinstance(cfg.learning_rate, (int, float)) and 0 < cfg.learning_rate < 1, "learning_rate",
          f"must be between 0 and 1, got {cfg.learning_rate!r}.")
     need(_is_int(cfg.seed) and cfg.seed >= 0, "seed", f"must be a whole number >= 0, got {cfg.seed!r}.")
+    need(isinstance(cfg.freeze_embeddings, bool), "freeze_embeddings",
+         f"must be True or False, got {cfg.freeze_embeddings!r}.")
     _check_evaluation_numbers(cfg, problems)
     need(cfg.threads is None or (_is_int(cfg.threads) and cfg.threads >= 1), "threads",
          f"must be None or >= 1, got {cfg.threads!r}.")
@@ -178,6 +180,9 @@ def _check_evaluation_numbers(cfg, problems):
                                                 "evaluation, or eval_samples=None for all held-out rows."))
     elif cfg.eval_samples is not None and not (_is_int(cfg.eval_samples) and cfg.eval_samples >= 1):
         problems.append(Problem("eval_samples", f"must be a whole number >= 1 or None, got {cfg.eval_samples!r}."))
+    if cfg.eval_batch_size is not None and not (_is_int(cfg.eval_batch_size) and cfg.eval_batch_size >= 1):
+        problems.append(Problem("eval_batch_size", f"must be a whole number of rows >= 1, or None (4 x batch_size, "
+                                                   f"at most 128), got {cfg.eval_batch_size!r}."))
     if not (_is_number(cfg.eval_fraction) and 0 < cfg.eval_fraction < 1):
         problems.append(Problem("eval_fraction", f"must be a share between 0 and 1 (0.1 holds out 10% of the rows), "
                                                  f"got {cfg.eval_fraction!r}."))

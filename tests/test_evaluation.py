@@ -40,6 +40,9 @@ def test_eval_interval_and_planned_evaluations():
     assert evaluation.eval_interval(60, 25) == 25
     assert evaluation.planned_evaluations(60, 12) == [0, 12, 24, 36, 48, 60]
     assert evaluation.planned_evaluations(60, 25) == [0, 25, 50, 60]  # always the final weights
+    # a run with a target skips the evaluation before step 1: untrained weights reach no target
+    assert evaluation.planned_evaluations(60, 25, target=0.8) == [25, 50, 60]
+    assert evaluation.planned_evaluations(10, 25, target=0.8) == [10]
 
 
 def test_best_tracker_and_patience():
@@ -130,7 +133,7 @@ def test_evaluation_summary_names_the_best_and_when_it_was_reached():
     summary = metrics.evaluation_summary(records)
     assert summary == {"metric": "accuracy", "best_value": 0.81, "best_step": 10, "best_reached_s": 72.0,
                        "best_eval_loss": 0.45, "last_eval_step": 20,
-                       "evaluations": 3, "eval_loss": 0.44, "accuracy": 0.80, "f1": None, "perplexity": None,
+                       "evaluations": 3, "eval_total_s": None, "eval_loss": 0.44, "accuracy": 0.80, "f1": None, "perplexity": None,
                        "early_stopped": True, "early_stop": "no better accuracy in 1 evaluations since step 10"}
     frame = metrics.evaluations_frame(records)
     assert frame["wall_s"].tolist() == [1.0, 72.0, 140.0] and frame["step"].tolist() == [0, 10, 20]

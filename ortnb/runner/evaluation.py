@@ -24,15 +24,18 @@ from ..runs import layout
 class ClassificationMetrics:
     """Trainer's ``compute_metrics`` for a classifier: accuracy and macro-F1 go to Trainer (numbers only, so
     every tracker in report_to takes them); the confusion matrix and the most confidently wrong rows wait in
-    ``details`` for the eval event."""
+    ``details`` for the eval event. ``order``: the held-out rows were evaluated in this order (row ``order[i]``
+    i-th: evaluation.length_order); predictions are put back in row order first, so the rows and texts named
+    are those of the held-out data as given."""
 
-    def __init__(self, names: list[str] | None, texts: list[str] | None):
-        self.names, self.texts = names, texts
+    def __init__(self, names: list[str] | None, texts: list[str] | None, order=None):
+        self.names, self.texts, self.order = names, texts, order
         self.details: dict = {}
 
     def __call__(self, prediction) -> dict:
         logits = prediction.predictions[0] if isinstance(prediction.predictions, tuple) else prediction.predictions
-        result = evaluation.classify(logits, prediction.label_ids, self.names, self.texts)
+        logits, labels = (evaluation.in_row_order(values, self.order) for values in (logits, prediction.label_ids))
+        result = evaluation.classify(logits, labels, self.names, self.texts)
         self.details = {"confusion": result.confusion, "wrong": result.wrong}
         return {"accuracy": result.accuracy, "f1": result.f1}
 
@@ -108,3 +111,27 @@ class EvalCallback(TrainerCallback):
 
 def _finite(value) -> bool:
     return value is None or math.isfinite(value)
+
+
+def evaluate_cheaply(trainer, world: int, bf16: bool) -> None:
+    """Trainer's evaluation made cheap and kept honest: the held-out rows in the order given (the worker sorts
+    them by length: Trainer's length-grouped sampler would shuffle them, and the rows named in "most confidently
+    wrong" would no longer be the rows that were wrong), each batch under torch.inference_mode (no autograd
+    bookkeeping at all; the ORT dispatcher sees gradients off and runs PyTorch's forward), and under bf16
+    autocast when the run trains in bf16 (accelerate's autocast of the prepared forward covers evaluation within
+    train() too; this covers an evaluation that runs outside it)."""
+    import contextlib
+
+    import torch
+    from torch.utils.data import SequentialSampler
+
+    trainer._get_eval_sampler = lambda dataset: SequentialSampler(dataset) if world <= 1 else None  # accelerate shards
+    step = trainer.prediction_step
+    device = trainer.args.device.type
+
+    def prediction_step(*args, **kwargs):
+        autocast = torch.autocast(device, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+        with torch.inference_mode(), autocast:
+            return step(*args, **kwargs)
+
+    trainer.prediction_step = prediction_step

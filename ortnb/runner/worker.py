@@ -17,7 +17,7 @@ from ..data.columns import Columns
 from ..errors import ConfigError
 from ..runs import layout, records
 from . import orphan
-from .evaluation import ClassificationMetrics, EvalCallback
+from .evaluation import ClassificationMetrics, EvalCallback, evaluate_cheaply
 from ..runs.recorder import Recorder
 from ..runs.stream_write import MetricsWriter
 
@@ -26,18 +26,20 @@ DEEPSPEED_CONFIG = {"train_micro_batch_size_per_gpu": "auto", "gradient_accumula
 
 
 def training_arguments(cfg: RunConfig, run_dir: Path, world: int = 1, length_grouping: bool = False,
-                       max_steps: int | None = None, eval_every: int | None = None):
-    """Trainer's arguments for a run; ``eval_every`` None: no evaluation while training."""
+                       max_steps: int | None = None, eval_every: int | None = None,
+                       eval_batch_size: int | None = None):
+    """Trainer's arguments for a run; ``eval_every`` None: no evaluation while training. No evaluation before
+    the first step when the run has a target (untrained weights reach none: it would only cost time)."""
     from ..training import ORTTrainingArguments
 
     deepspeed = {**DEEPSPEED_CONFIG, "zero_optimization": {"stage": cfg.zero_stage}} if cfg.zero_stage else None
-    evaluation = ({"eval_strategy": "steps", "eval_steps": eval_every, "eval_on_start": True} if eval_every
-                  else {"eval_strategy": "no"})
+    evaluation = ({"eval_strategy": "steps", "eval_steps": eval_every, "eval_on_start": cfg.target is None}
+                  if eval_every else {"eval_strategy": "no"})
     report_to = [cfg.report_to] if isinstance(cfg.report_to, str) else list(cfg.report_to or [])
     return ORTTrainingArguments(
         output_dir=str(run_dir), backend=cfg.backend, optim=cfg.optim, max_steps=max_steps or cfg.max_steps or
         DEFAULT_STEPS, **evaluation,
-        per_device_train_batch_size=cfg.batch_size, per_device_eval_batch_size=cfg.batch_size,
+        per_device_train_batch_size=cfg.batch_size, per_device_eval_batch_size=eval_batch_size or cfg.batch_size,
         learning_rate=cfg.learning_rate, seed=cfg.seed, bf16=cfg.precision == "bf16", fp16=cfg.precision == "fp16",
         use_cpu=_no_cuda() and not cfg.zero_stage,  # use_cpu=True would switch DeepSpeed off
         deepspeed=deepspeed, logging_steps=1, save_strategy="no", report_to=report_to, disable_tqdm=True,
@@ -86,7 +88,9 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
     set_seed(cfg.seed)  # new heads (the classifier) start from the same weights in every run being compared
     phase(records.LOADING_MODEL)
     model, tokenizer, labels = _load_model(cfg, task, writer)
-    phase("tokenizing")
+    if cfg.freeze_embeddings:
+        freeze_word_embeddings(model)  # before Trainer builds the optimizer: it takes only what requires a gradient
+    phase(records.TOKENIZING)
     prepared, padding, grouping = _tokenize(cfg, task, tokenizer, labels, world, writer)
     train, held_out = prepared.train, prepared.evaluation
     max_steps = planned_steps(cfg, len(train), world)
@@ -94,15 +98,19 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
     peak = layout.run_peak(run_dir)  # None: no MFU
     callback = RunCallback(run_dir, writer, samples_per_step=cfg.batch_size * world,
                            token_flops=flops.TokenFlops(model), peak_flops=peak, supervisor=supervisor)
-    evaluator, scores = _evaluator(cfg, run_dir, writer, task, labels, prepared, interval)
+    evaluator, scores, held_out = _evaluator(cfg, run_dir, writer, task, labels, prepared, interval)
     # the evaluator saves the best weights before RunCallback restarts the step clock
     callbacks = [callback] if evaluator is None else [evaluator, callback]
-    trainer = ORTTrainer(model=model, args=training_arguments(cfg, run_dir, world, grouping, max_steps, interval),
+    eval_batch = evaluation.eval_batch_size(cfg.batch_size, cfg.eval_batch_size, task)
+    trainer = ORTTrainer(model=model, args=training_arguments(cfg, run_dir, world, grouping, max_steps, interval,
+                                                              eval_batch),
                          train_dataset=train, eval_dataset=held_out, processing_class=tokenizer, callbacks=callbacks,
                          data_collator=None if padding == "blocks" else data.collator(tokenizer, padding),
                          compute_metrics=scores)
     for watcher in callbacks:
         watcher.trainer = trainer
+    if evaluator is not None:
+        evaluate_cheaply(trainer, world, bf16=cfg.precision == "bf16")
     _never_recreate_the_folder(trainer, run_dir)
     if fault:
         from .faults import FaultCallback
@@ -114,8 +122,10 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
                      task=task, train_samples=len(train), max_steps=max_steps, epochs=cfg.epochs, padding=padding,
                      length_grouping=grouping, eval_samples=len(held_out) if held_out is not None else 0,
                      eval_every=interval, metric=(cfg.metric or evaluation.default_metric(task)) if interval else None,
+                     eval_batch_size=eval_batch if interval else None,
                      labels=list(labels.names) if labels and labels.names else None,
-                     parameters=sum(p.numel() for p in model.parameters()))
+                     parameters=sum(p.numel() for p in model.parameters()),
+                     trained_parameters=sum(p.numel() for p in model.parameters() if p.requires_grad))
     # An ORT run's first forward announces its own phases (ONNX export, graph build, then first step); saying
     # "first step" here too would read "first step -> ONNX export -> graph build -> first step".
     phase(records.STARTING_TRAINING if cfg.backend == "ort" else records.FIRST_STEP)
@@ -139,15 +149,28 @@ def _tokenize(cfg: RunConfig, task: str, tokenizer, labels, world: int, writer):
 
 
 def _evaluator(cfg: RunConfig, run_dir: Path, writer, task: str, labels, prepared, interval):
-    """(EvalCallback, ClassificationMetrics or None) when the run holds rows out to evaluate; else (None, None)."""
-    if prepared.evaluation is None:
-        return None, None
-    scores = (ClassificationMetrics(list(labels.names) if labels and labels.names else None, prepared.eval_texts)
-              if task != "causal-lm" else None)
+    """(EvalCallback, ClassificationMetrics or None, the held-out rows in the order they are evaluated) when the
+    run holds rows out to evaluate; else (None, None, None). A classifier's rows are evaluated longest first
+    (evaluation.length_order: batches pad little); its metrics put the predictions back in row order."""
+    held_out = prepared.evaluation
+    if held_out is None:
+        return None, None, None
+    scores = None
+    if task != Task.CAUSAL_LM:  # a causal LM's held-out blocks all have seq_len tokens: nothing to sort
+        order = evaluation.length_order([len(ids) for ids in held_out["input_ids"]])
+        held_out = held_out.select(order)
+        scores = ClassificationMetrics(list(labels.names) if labels and labels.names else None,
+                                       prepared.eval_texts, order=order)
     evaluator = EvalCallback(run_dir, writer, metric=cfg.metric or evaluation.default_metric(task),
-                             patience=cfg.early_stopping_patience, interval=interval, samples=len(prepared.evaluation),
+                             patience=cfg.early_stopping_patience, interval=interval, samples=len(held_out),
                              metrics=scores, target=cfg.target)
-    return evaluator, scores
+    return evaluator, scores, held_out
+
+
+def freeze_word_embeddings(model) -> None:
+    """The input word embeddings left untrained (cfg.freeze_embeddings): no gradient, no optimizer state, no
+    AdamW update and no all-reduce for them. A causal LM whose output head is tied to them keeps that fixed too."""
+    model.get_input_embeddings().weight.requires_grad_(False)
 
 
 def _fit(trainer, profiled: bool) -> None:

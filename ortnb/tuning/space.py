@@ -25,11 +25,15 @@ _NOT_AN_AXIS = {
     "seq_len": "changes the samples trained, so the speeds would not compare; set it in base=RunConfig(seq_len=...)",
     "seed": "changes the data order, not the speed; set it in base=RunConfig(seed=...)",
     "learning_rate": "changes what is learned, not how fast; set it in base=RunConfig(learning_rate=...)",
+    "freeze_embeddings": ("changes what is learned (the word embeddings stay as loaded), and a search that ranks by "
+                          "samples/s alone would always pick it; set it in base=RunConfig(freeze_embeddings=True) and "
+                          "judge it by held-out accuracy"),
     "max_steps": "is set by tune() for its short measurement runs; the winner keeps base's max_steps",
     "warmup_steps": "is set by tune() for its short measurement runs; the winner keeps base's warmup_steps",
     "epochs": "is how long the winner trains, not how fast; set it in base=RunConfig(epochs=...)",
     **{name: "is not measured (tune() runs train without evaluation); set it in base=" for name in (
-        "evaluate", "eval_dataset", "eval_fraction", "eval_samples", "eval_every", "metric", "early_stopping_patience",
+        "evaluate", "eval_dataset", "eval_fraction", "eval_samples", "eval_batch_size", "eval_every", "metric",
+        "early_stopping_patience",
         "target", "report_to")},
     "output_dir": "is where runs go, not an option; pass tune(output_dir=...) to keep the measurement runs",
     "name": "labels a run; tune() labels each candidate by its options",

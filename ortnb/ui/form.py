@@ -21,10 +21,10 @@ from ..validation import CHOICE_FIELDS, Problem, run_task
 
 # The form's rows, in order; "more settings" folds the rest of RunConfig away.
 FORM_FIELDS = ("model", "dataset", "backend", "optim", "precision", "zero1", "num_processes", "batch_size",
-               "seq_len", "padding", "length_grouping", "length", "learning_rate", "evaluate", "eval_every", "metric",
-               "early_stopping_patience")
-MORE_FIELDS = ("task", "warmup_steps", "seed", "eval_dataset", "eval_fraction", "eval_samples", "target", "threads",
-               "report_to", "name", "output_dir")
+               "seq_len", "padding", "length_grouping", "length", "learning_rate", "freeze_embeddings", "evaluate",
+               "eval_every", "metric", "early_stopping_patience")
+MORE_FIELDS = ("task", "warmup_steps", "seed", "eval_dataset", "eval_fraction", "eval_samples", "eval_batch_size",
+               "target", "threads", "report_to", "name", "output_dir")
 CHOICE_LABELS = {
     "backend": {"eager": "PyTorch (eager)", "ort": "ONNX Runtime", "compile": "torch.compile"},
     "optim": {"adamw_torch": "AdamW", "adamw_torch_fused": "fused AdamW (torch)",
@@ -42,6 +42,7 @@ CONTROL_LABELS = {"model": "model", "dataset": "dataset", "text_column": "text c
                   "batch_size": "batch size", "seq_len": "sequence length", "max_steps": "steps", "epochs": "epochs",
                   "length": "train for", "learning_rate": "learning rate", "warmup_steps": "warm-up steps",
                   "task": "task", "padding": "padding", "length_grouping": "length grouping",
+                  "freeze_embeddings": "frozen embeddings", "eval_batch_size": "eval batch size",
                   "output_dir": "output folder", "evaluate": "evaluate", "eval_every": "evaluate every",
                   "metric": "best by", "early_stopping_patience": "early stopping", "eval_dataset": "held-out data",
                   "eval_fraction": "held-out share", "eval_samples": "held-out rows", "target": "target",
@@ -53,15 +54,18 @@ CONTROL_OF = {"zero_stage": "zero1", "max_steps": "length", "epochs": "length"}
 # Batch size and sequence length are typed too: a bounded number box would clamp 0 to 1 without a word.
 TEXT_KINDS = {"model": "text", "dataset": "text", "batch_size": "int", "seq_len": "int", "learning_rate": "float",
               "eval_every": "int?", "early_stopping_patience": "int?", "warmup_steps": "int", "seed": "int",
-              "eval_dataset": "text?", "eval_fraction": "float", "eval_samples": "int?", "target": "float?",
+              "eval_dataset": "text?", "eval_fraction": "float", "eval_samples": "int?", "eval_batch_size": "int?",
+              "target": "float?",
               "threads": "int?", "report_to": "list?", "name": "text?", "output_dir": "text"}
 # What a blank typed field means, shown in it as a placeholder.
 BLANK_MEANS = {"eval_every": "auto: five evaluations over the run", "early_stopping_patience": "never stop early",
                "eval_dataset": "the dataset's own held-out rows", "eval_samples": "all held-out rows",
+               "eval_batch_size": "auto: 4 x batch size, at most 128",
                "target": "none: train every step", "threads": "auto", "report_to": "none (tensorboard, mlflow, wandb)",
                "name": "from the settings"}
 EXAMPLES = {"learning_rate": "5e-5", "eval_fraction": "0.1", "target": "0.85", "batch_size": "16", "seq_len": "128"}
 EVAL_FIELDS = ("eval_every", "metric", "early_stopping_patience", "target")  # moot without evaluation
+HELD_OUT_FIELDS = ("eval_dataset", "eval_fraction", "eval_samples", "eval_batch_size")  # also moot without it
 
 
 # -- values <-> text ----------------------------------------------------------------------------
@@ -241,7 +245,7 @@ def metric_pairs(task: str, current: str | None = None) -> list[tuple[str, str]]
 def moot_fields(config: RunConfig) -> set[str]:
     """Controls that mean nothing for this run (shown disabled): evaluation settings without evaluation, padding
     for a causal LM (full blocks), length grouping without per-batch padding."""
-    moot = set() if config.evaluate else {*EVAL_FIELDS, "eval_dataset", "eval_fraction", "eval_samples"}
+    moot = set() if config.evaluate else {*EVAL_FIELDS, *HELD_OUT_FIELDS}
     if run_task(config) == Task.CAUSAL_LM and config.padding is None and config.length_grouping is None:
         moot |= {"padding", "length_grouping"}
     return moot
@@ -253,8 +257,8 @@ _ASSIGNMENT = re.compile(r"\b(backend|optim|precision)=['\"]([a-z0-9_]+)['\"]")
 _BARE_OPTIMIZER = re.compile(r"\b(adamw_ort_fused|adamw_torch_fused|adamw_torch)\b")
 _NONE = re.compile(r"\b(eval_every|early_stopping_patience|eval_dataset|eval_samples|target|metric|max_steps|epochs)"
                    r"=None\b")
-_FIELD_NAMES = re.compile(r"\b(max_steps|warmup_steps|eval_every|eval_samples|eval_fraction|eval_dataset|"
-                          r"early_stopping_patience|learning_rate|batch_size|seq_len|num_processes|report_to|"
+_FIELD_NAMES = re.compile(r"\b(max_steps|warmup_steps|eval_every|eval_samples|eval_batch_size|eval_fraction|"
+                          r"eval_dataset|early_stopping_patience|learning_rate|batch_size|seq_len|num_processes|report_to|"
                           r"output_dir|budget_s)\b")
 
 

@@ -26,6 +26,7 @@ from .style import stylesheet_widget
 CHOICES = ("backend", "optim", "precision")
 INLINE_HELP = {"zero1": "shard optimizer state across processes (DeepSpeed)",
                "length_grouping": "batch rows of similar length together (less padding)",
+               "freeze_embeddings": "leave the word embeddings untrained (a cheaper step)",
                "evaluate": "measure the held-out rows while training; keep the best weights"}
 PLACEHOLDERS = {"model": "built-in name, local model folder or Hub id",
                 "dataset": "built-in name or a .csv/.json/.jsonl/.txt path (or upload one)",
@@ -58,6 +59,7 @@ def _controls(w, cpu_cores: int) -> dict:
         "length": typed("length", layout=w.Layout(width="110px")),
         "length_unit": w.ToggleButtons(options=form.option_pairs("length_unit"), style=toggles),
         "learning_rate": typed("learning_rate"),
+        "freeze_embeddings": w.Checkbox(indent=False, layout=w.Layout(width="auto")),
         "evaluate": w.Checkbox(indent=False, layout=w.Layout(width="auto")),
         "eval_every": typed("eval_every"),
         "metric": w.Dropdown(options=form.metric_pairs(Task.SEQUENCE_CLASSIFICATION), layout=full),
@@ -230,7 +232,7 @@ class ConfigPanel:
         """Settings that mean nothing for this run are disabled: evaluation settings without evaluation,
         padding for a causal LM (full blocks), grouping unless padding per batch."""
         moot = form.moot_fields(config)
-        for name in (*form.EVAL_FIELDS, "eval_dataset", "eval_fraction", "eval_samples", "padding"):
+        for name in (*form.EVAL_FIELDS, *form.HELD_OUT_FIELDS, "padding"):
             self.controls[name].disabled = name in moot
         self.controls["length_grouping"].disabled = "length_grouping" in moot or \
             self.controls["padding"].value != "longest"
