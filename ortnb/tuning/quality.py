@@ -165,9 +165,6 @@ def search(base: RunConfig, target: float, *, trials: int = 12, max_samples: int
         raise ConfigError(problems)
     chance = chance if chance is not None else 0.5
     url = storage_url(storage)
-    study = optuna.create_study(study_name=study_name(base, target), storage=url, direction="minimize",
-                                load_if_exists=True, sampler=optuna.samplers.TPESampler(seed=seed),
-                                pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3))
     axes = axes if axes is not None else _machine_axes(base)
     train = train or _train_for_real(chance, target)
 
@@ -185,8 +182,15 @@ def search(base: RunConfig, target: float, *, trials: int = 12, max_samples: int
         trial.set_user_attr("engine", engine)
         return seconds
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study.optimize(objective, n_trials=trials, catch=(RuntimeError,))
+    quiet = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # a line per trial is the table's job
+    try:
+        study = optuna.create_study(study_name=study_name(base, target), storage=url, direction="minimize",
+                                    load_if_exists=True, sampler=optuna.samplers.TPESampler(seed=seed),
+                                    pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3))
+        study.optimize(objective, n_trials=trials, catch=(RuntimeError,))
+    finally:
+        optuna.logging.set_verbosity(quiet)
     return QualityResult(study, url, target)
 
 
