@@ -347,6 +347,8 @@ def cmd_tune(options: argparse.Namespace) -> int:
     from . import interrupts
     from .errors import ConfigError
 
+    if options.target is not None:
+        return _tune_to_target(options)
     signalled: list[int] = []
     try:
         result = _tune(options, signalled)
@@ -369,6 +371,27 @@ def cmd_tune(options: argparse.Namespace) -> int:
     if result.interrupted:
         return 128 + (signalled[0] if signalled else 2)  # as a shell reports a command a signal ended (Ctrl-C: 130)
     return 0 if result.best is not None else 1
+
+
+def _tune_to_target(options: argparse.Namespace) -> int:
+    """ortnb tune --target: the Optuna study; its table, the winner, and where the study is kept."""
+    from .config import RunConfig
+    from .errors import ConfigError, MissingDependencyError
+    from .tuning import tune_to_target
+
+    base = RunConfig(model=options.model, dataset=options.dataset, seq_len=options.seq_len, **_columns(options))
+    try:
+        found = tune_to_target(target=options.target, base=base, trials=options.trials,
+                               max_samples=options.max_samples, storage=options.storage, runs_dir=options.runs)
+    except (ConfigError, MissingDependencyError) as error:
+        print(f"ortnb tune: {error}", file=sys.stderr)
+        return 2
+    print(found.table().to_string(index=False))
+    best = found.best
+    print(f"fastest to {options.target:g}: " + (", ".join(f"{k}={v}" for k, v in best.items()) if best else
+                                                 "no trial reached the target (raise --max-samples or lower --target)"))
+    print(f"the study: {found.storage} (optuna-dashboard {found.storage} opens it; run again to add trials)")
+    return 0 if best else 1
 
 
 def _tune(options: argparse.Namespace, signalled: list[int]):
@@ -540,6 +563,15 @@ def _tune_parser(commands) -> None:
     tune.add_argument("--out", default="tuning", help="where tune.json, config.json and candidates.json go")
     tune.add_argument("--runs", default=None, help="keep the measurement runs in this folder (default: deleted)")
     tune.add_argument("--cache-dir", default=None, help="default ~/.cache/ortnb/tune ($ORTNB_CACHE/tune)")
+    race = tune.add_argument_group("fastest to a target (an Optuna study of real runs; --budget and --vary do not "
+                                   "apply)")
+    race.add_argument("--target", type=float, default=None, metavar="ACCURACY",
+                      help="rank by the seconds real runs take to reach this accuracy on the held-out split, not by "
+                           "samples/s (e.g. --target 0.8)")
+    race.add_argument("--trials", type=int, default=12, help="configurations to race (default 12)")
+    race.add_argument("--max-samples", type=int, default=8192, help="each trial's cap in training samples")
+    race.add_argument("--storage", default=None, help="the study's database: a SQLite file or a URL Optuna takes "
+                                                      "(default studies.sqlite3 in the cache folder)")
     tune.set_defaults(run=cmd_tune)
 
 

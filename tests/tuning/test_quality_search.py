@@ -107,3 +107,30 @@ def test_tune_to_target_takes_a_model_and_data_as_tune_does(tmp_path):
     found = quality.tune_to_target("tiny-bert", "rotten_tomatoes", target=0.75, trials=1, storage=tmp_path / "s.db",
                                    runs_dir=tmp_path, axes=[quality.Axis("batch_size", (16,))], train=train)
     assert seen == [("tiny-bert", "rotten_tomatoes", 0.75)] and found.best["seconds_to_target"] == 10.0
+
+
+def test_ortnb_tune_target_runs_the_study_and_says_where_it_is(tmp_path, monkeypatch, capsys):
+    import ortnb.tuning
+    from ortnb.cli import main
+
+    asked = {}
+
+    def fake(**options):
+        asked.update(options)
+        return quality.search(options["base"], options["target"], trials=1, storage=tmp_path / "s.db",
+                              runs_dir=tmp_path, axes=[quality.Axis("batch_size", (16,))],
+                              train=lambda config, report: (42.0, True, "pytorch"))
+
+    monkeypatch.setattr(ortnb.tuning, "tune_to_target", fake)
+    assert main(["tune", "--model", "tiny-bert", "--target", "0.8", "--trials", "3"]) == 0
+    out = capsys.readouterr().out
+    assert asked["target"] == 0.8 and asked["trials"] == 3 and asked["base"].model == "tiny-bert"
+    assert "fastest to 0.8: batch_size=16, seconds_to_target=42.0, trial=0" in out
+    assert f"the study: sqlite:///{tmp_path / 's.db'}" in out
+
+
+def test_ortnb_tune_target_refuses_a_percentage(tmp_path, capsys):
+    from ortnb.cli import main
+
+    assert main(["tune", "--model", "tiny-bert", "--target", "80", "--storage", str(tmp_path / "s.db")]) == 2
+    assert "target=80.0: the accuracy (or F1) the search races to, between 0 and 1" in capsys.readouterr().err
