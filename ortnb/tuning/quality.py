@@ -60,9 +60,7 @@ def default_axes(base: RunConfig, bf16_native: bool, ort_available: bool) -> lis
         axes.append(Axis("precision", ("no", "bf16")))
     if ort_available:
         axes.append(Axis("backend", ("eager", "ort")))
-    if "freeze_embeddings" in RunConfig.__dataclass_fields__:
-        axes.append(Axis("freeze_embeddings", (False, True)))
-    return axes
+    return axes + [Axis("freeze_embeddings", (False, True))]
 
 
 def projected_s(elapsed_s: float, best: float | None, target: float, chance: float) -> float:

@@ -134,3 +134,13 @@ def test_ortnb_tune_target_refuses_a_percentage(tmp_path, capsys):
 
     assert main(["tune", "--model", "tiny-bert", "--target", "80", "--storage", str(tmp_path / "s.db")]) == 2
     assert "target=80.0: the accuracy (or F1) the search races to, between 0 and 1" in capsys.readouterr().err
+
+
+def test_the_axes_follow_what_this_machine_runs():
+    names = lambda axes: [axis.name for axis in axes]  # noqa: E731
+    assert names(quality.default_axes(BASE, bf16_native=False, ort_available=False)) == [
+        "batch_size", "learning_rate", "freeze_embeddings"]
+    axes = quality.default_axes(BASE, bf16_native=True, ort_available=True)
+    assert names(axes) == ["batch_size", "learning_rate", "precision", "backend", "freeze_embeddings"]
+    rate = axes[1]
+    assert (rate.low, rate.high) == pytest.approx((5e-5 / 3, 3e-4))  # around the base's rate, log-uniform
