@@ -140,20 +140,47 @@ def tune_to_target(model: str | None = None, dataset=None, *, target: float, bas
     return search(base, target, **options)
 
 
+class Stopped(Exception):
+    """Stop was asked for: the trial in progress ends (its run stopped) and the search returns what it has."""
+
+
 def search(base: RunConfig, target: float, *, trials: int = 12, max_samples: int = 8192, storage=None,
            runs_dir: str | Path | None = None, chance: float | None = None, axes: list[Axis] | None = None,
-           train: Callable | None = None, seed: int = 0) -> QualityResult:
+           train: Callable | None = None, seed: int = 0, on_progress: Callable[[dict], None] | None = None,
+           stop=None) -> QualityResult:
     """Race ``trials`` configurations of ``base`` to ``target`` (on its metric, on the held-out split), each capped at
     ``max_samples`` training samples, pruning those that fall behind; returns the study and the winner.
     ``train(config, report)`` runs one trial and returns ``(seconds, reached, engine)``, calling
-    ``report(rung, projected_s)`` after each evaluation (which raises to prune); the default launches real runs."""
+    ``report(rung, projected_s)`` after each evaluation (which raises to prune); the default launches real runs.
+    ``on_progress(event)`` hears each trial start and end (``{"trial", "of", "best"}``); ``stop`` (a
+    threading.Event) ends the trial in progress and the search, keeping the trials that ended."""
     try:
         import optuna
     except ImportError:
         raise MissingDependencyError("tune_to_target runs an Optuna study: pip install 'ortnb[search]' "
                                      "(or pip install optuna)") from None
-
     folder = Path(runs_dir) if runs_dir is not None else Path(base.output_dir) / "quality-search"
+    _check(base, target, trials, max_samples, folder)
+    chance = chance if chance is not None else 0.5
+    url = storage_url(storage)
+    race = _Race(optuna, base, target, max_samples, folder, axes if axes is not None else _machine_axes(base),
+                 train or _train_for_real(chance, target, stop), on_progress or (lambda event: None), stop, trials)
+    quiet = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # a line per trial is the table's job
+    try:
+        study = optuna.create_study(study_name=study_name(base, target), storage=url, direction="minimize",
+                                    load_if_exists=True, sampler=optuna.samplers.TPESampler(seed=seed),
+                                    pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3))
+        race.study = study
+        study.optimize(race.objective, n_trials=trials, catch=(RuntimeError,))
+    except Stopped:
+        pass
+    finally:
+        optuna.logging.set_verbosity(quiet)
+    return QualityResult(study, url, target)
+
+
+def _check(base: RunConfig, target: float, trials: int, max_samples: int, folder: Path) -> None:
     problems = _problems(base, target, trials, max_samples)
     if not problems:  # the base as a trial runs it: a model or data that cannot run is named before any trial
         from ..validation import validate
@@ -161,35 +188,45 @@ def search(base: RunConfig, target: float, *, trials: int = 12, max_samples: int
         problems = [str(p) for p in validate(trial_config(base, {}, target, max_samples, folder, 0))]
     if problems:
         raise ConfigError(problems)
-    chance = chance if chance is not None else 0.5
-    url = storage_url(storage)
-    axes = axes if axes is not None else _machine_axes(base)
-    train = train or _train_for_real(chance, target)
 
-    def objective(trial) -> float:
-        settings = {axis.name: axis.suggest(trial) for axis in axes}
-        config = trial_config(base, settings, target, max_samples, folder, trial.number)
+
+@dataclass
+class _Race:
+    """One search's objective: a trial's settings, its run, its reports to the pruner, and progress."""
+
+    optuna: object
+    base: RunConfig
+    target: float
+    max_samples: int
+    folder: Path
+    axes: list
+    train: Callable
+    on_progress: Callable[[dict], None]
+    stop: object
+    trials: int
+    study: object = None
+    started: int = 0
+
+    def objective(self, trial) -> float:
+        settings = {axis.name: axis.suggest(trial) for axis in self.axes}
+        config = trial_config(self.base, settings, self.target, self.max_samples, self.folder, trial.number)
+        self.started += 1
+        self.on_progress({"trial": self.started, "of": self.trials, "label": config.label, "best": self._best()})
 
         def report(rung: int, projected: float) -> None:
+            if self.stop is not None and self.stop.is_set():
+                raise Stopped()
             trial.report(projected, rung)
             if trial.should_prune():
-                raise optuna.TrialPruned()
+                raise self.optuna.TrialPruned()
 
-        seconds, reached, engine = train(config, report)
+        seconds, reached, engine = self.train(config, report)
         trial.set_user_attr("reached", bool(reached))
         trial.set_user_attr("engine", engine)
         return seconds
 
-    quiet = optuna.logging.get_verbosity()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)  # a line per trial is the table's job
-    try:
-        study = optuna.create_study(study_name=study_name(base, target), storage=url, direction="minimize",
-                                    load_if_exists=True, sampler=optuna.samplers.TPESampler(seed=seed),
-                                    pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3))
-        study.optimize(objective, n_trials=trials, catch=(RuntimeError,))
-    finally:
-        optuna.logging.set_verbosity(quiet)
-    return QualityResult(study, url, target)
+    def _best(self) -> dict | None:
+        return QualityResult(self.study, "", self.target).best if self.study is not None else None
 
 
 def _problems(base: RunConfig, target: float, trials: int, max_samples: int) -> list[str]:
@@ -213,7 +250,7 @@ def _machine_axes(base: RunConfig) -> list[Axis]:
     return default_axes(base, capabilities().bf16_cpu_native, _imports.is_ort_training_available())
 
 
-def _train_for_real(chance: float, target: float):
+def _train_for_real(chance: float, target: float, stop=None):
     """train(config, report) on a real run: launched, followed, each evaluation reported as a projection from the
     seconds since the run began (its first event); a pruned trial's run is stopped before the pruning goes on."""
     def train(config: RunConfig, report) -> tuple[float, bool, str | None]:
@@ -235,8 +272,12 @@ def _train_for_real(chance: float, target: float):
             seen["evaluations"] += 1
             report(seen["evaluations"], projected_s(seen["last"], seen["best"], target, chance))
 
+        def on_tick() -> None:
+            if stop is not None and stop.is_set():
+                raise Stopped()
+
         with ended_after(run, 5.0):
-            run.follow(on_record)
+            run.follow(on_record, on_tick=on_tick, stop_on_interrupt=False)
         summary = run.summary()
         reached = bool(summary.get("reached_target"))
         seconds = (summary["target_reached_s"] if reached and summary.get("target_reached_s") is not None

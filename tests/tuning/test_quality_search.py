@@ -144,3 +144,25 @@ def test_the_axes_follow_what_this_machine_runs():
     assert names(axes) == ["batch_size", "learning_rate", "precision", "backend", "freeze_embeddings"]
     rate = axes[1]
     assert (rate.low, rate.high) == pytest.approx((5e-5 / 3, 3e-4))  # around the base's rate, log-uniform
+
+
+def test_progress_is_heard_per_trial_and_stop_ends_the_search_keeping_what_ended(tmp_path):
+    import threading
+
+    stop, heard = threading.Event(), []
+
+    def on_progress(event):
+        heard.append((event["trial"], event["of"], event["best"] and event["best"]["seconds_to_target"]))
+        if event["trial"] == 3:
+            stop.set()  # Stop pressed while the third trial trains
+
+    def train(config, report):
+        report(1, 50.0)  # the third trial's report meets the stop
+        return 20.0, True, "pytorch"
+
+    found = quality.search(BASE, 0.8, trials=6, storage=tmp_path / "s.db", runs_dir=tmp_path,
+                           axes=[quality.Axis("batch_size", (16, 32))], train=train, on_progress=on_progress,
+                           stop=stop)
+    assert heard == [(1, 6, None), (2, 6, 20.0), (3, 6, 20.0)]
+    states = [t.state.name for t in found.study.trials]
+    assert states == ["COMPLETE", "COMPLETE", "FAIL"] and found.best["seconds_to_target"] == 20.0
