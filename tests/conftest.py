@@ -12,7 +12,7 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-# tiny_bert is read from here by test_edge_web_browser.py still; new code imports from tests/_helpers.py.
+# The plain functions the fixtures below build on.
 from ._helpers import classification_dataset, tiny_bert  # noqa: E402,F401
 
 

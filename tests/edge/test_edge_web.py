@@ -1,6 +1,6 @@
 """Web bundles without a browser: the runtime fetch and its integrity, the schedule in the optimizer graph (the
 Python training API on the bundle's files trains exactly as ortnb.edge.train does), what a bundle refuses before
-writing, the server's headers, and the downloaded-weights file (the browser half is tests/test_edge_web_browser.py)."""
+writing, the server's headers, and the downloaded-weights file (the browser half is tests/edge/test_edge_web_browser.py)."""
 
 from __future__ import annotations
 

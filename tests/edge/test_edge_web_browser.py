@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from .lab_driver import BROWSER_FLAGS, CHROMIUM, require_chromium
+from ..lab_driver import BROWSER_FLAGS, CHROMIUM, require_chromium
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 STEPS, BATCH, LR = 9, 8, 3e-3
@@ -48,7 +48,7 @@ def made(tmp_path_factory):
     from ortnb import assets
     from ortnb.edge import export_artifacts, web_bundle
 
-    from .conftest import tiny_bert
+    from .._helpers import tiny_bert
 
     work = tmp_path_factory.mktemp("edge-web")
     tokenizer = AutoTokenizer.from_pretrained(assets.MODELS["minilm"].locate())
