@@ -147,13 +147,14 @@ class Stopped(Exception):
 def search(base: RunConfig, target: float, *, trials: int = 12, max_samples: int = 8192, storage=None,
            runs_dir: str | Path | None = None, chance: float | None = None, axes: list[Axis] | None = None,
            train: Callable | None = None, seed: int = 0, on_progress: Callable[[dict], None] | None = None,
-           stop=None) -> QualityResult:
+           stop=None, timeout_s: float | None = None) -> QualityResult:
     """Race ``trials`` configurations of ``base`` to ``target`` (on its metric, on the held-out split), each capped at
     ``max_samples`` training samples, pruning those that fall behind; returns the study and the winner.
     ``train(config, report)`` runs one trial and returns ``(seconds, reached, engine)``, calling
     ``report(rung, projected_s)`` after each evaluation (which raises to prune); the default launches real runs.
     ``on_progress(event)`` hears each trial start and end (``{"trial", "of", "best"}``); ``stop`` (a
-    threading.Event) ends the trial in progress and the search, keeping the trials that ended."""
+    threading.Event) ends the trial in progress and the search, keeping the trials that ended; ``timeout_s``: no
+    trial starts after this many seconds (the one in progress ends at its cap or its pruning)."""
     try:
         import optuna
     except ImportError:
@@ -172,7 +173,7 @@ def search(base: RunConfig, target: float, *, trials: int = 12, max_samples: int
                                     load_if_exists=True, sampler=optuna.samplers.TPESampler(seed=seed),
                                     pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3))
         race.study = study
-        study.optimize(race.objective, n_trials=trials, catch=(RuntimeError,))
+        study.optimize(race.objective, n_trials=trials, timeout=timeout_s, catch=(RuntimeError,))
     except Stopped:
         pass
     finally:

@@ -28,6 +28,7 @@ from .figure_view import FigureView
 from .jobs import Announcement, Event, EventBus, Job, JobHost
 from .jobs.export import ExportJob
 from .jobs.profile import ProfileJob, ProfileView, profile_configs
+from .jobs.race import RaceJob
 from .jobs.search import DEFAULT_BUDGET_S, SearchJob
 from .redraw import redraw
 from .safe_html import SafeHTML
@@ -120,12 +121,14 @@ class Dashboard:
         self.table = w.GridBox(layout=w.Layout(width="100%"))
         self.table.add_class("ortnb-table")
         self.search_table = SafeHTML()
+        self.search_figure = FigureView(css_class="ortnb-race")  # a race's optimisation history, when there is one
         full = w.Layout(width="100%")
         self.try_it = TryIt()
         self.profile_tab = ProfileView()
         self.profile_view = self.profile_tab.widget
         self.tabs = w.Tab(children=[w.VBox([self.figure], layout=full),
-                                    w.VBox([self.comparison_figure.widget, self.table, self.search_table], layout=full),
+                                    w.VBox([self.comparison_figure.widget, self.table, self.search_table,
+                                            self.search_figure.widget], layout=full),
                                     self.try_it.widget, self.profile_view],
                           layout=w.Layout(width="auto"))
         for index, title in enumerate(TABS):
@@ -195,17 +198,22 @@ class Dashboard:
     def find_fastest(self, budget_s: float | None = None, wait: bool | None = None):
         """Measure the configurations this machine can run for the form's model and data (``ortnb.tune``), the
         form's own settings first, in the background; the ranked table goes to the Comparison tab and Load winner
-        fills the form. ``wait`` (default: without widgets) blocks and returns the TuneResult."""
+        fills the form. With a target in the form, race configurations to it instead (``ortnb.tune_to_target``,
+        for the budget's seconds). ``wait`` (default: without widgets) blocks and returns the TuneResult (or the
+        race's QualityResult)."""
         if budget_s is None:
             budget_s = self.budget.value if self.widgets else DEFAULT_BUDGET_S
-        return self._start(SearchJob(self._form_config, budget_s), wait)
+        base = self._form_config
+        # a target in the form: race to it (time to quality, Optuna); else rank by samples/s (the quick mode)
+        job = RaceJob(base, budget_s) if base.target is not None else SearchJob(base, budget_s)
+        return self._start(job, wait)
 
     def load_winner(self) -> RunConfig | None:
         """Put the search's winner into the form (steps, learning rate and output folder stay yours)."""
         search = self.state.search
         if search is None or search.best is None:
             return None
-        config, rule = present.winner_for_form(search.best, self._form_config)
+        config, rule = present.winner_for_form(search.best, self._form_config, search.settings)
         if self.widgets:
             self.panel.set_config(config)
             self.settings.selected_index = 0
@@ -411,6 +419,7 @@ class Dashboard:
             return
         self._table_key = key
         self.search_table.value = present.search_table_html(search.rows if search else [])
+        self.search_figure.show_json(search.figure if search else None)
         figure = charts.comparison_figure()
         charts.update_comparison(figure, rows)
         self.comparison_figure.show(figure)

@@ -43,6 +43,18 @@ class FigureView:
         self.figure = figure
         self.widget.outputs = ({"output_type": "display_data", "data": mime_bundle(figure), "metadata": {}},)
 
+    def show_json(self, plotted: dict | None) -> None:
+        """Show a figure kept as plotly JSON in the pure state (None: nothing), drawing only when it changed."""
+        if plotted is None:
+            self.figure, self.widget.outputs = None, ()
+            return
+        if self.figure is not None and getattr(self, "_shown", None) is plotted:
+            return
+        import plotly.graph_objects as go
+
+        self._shown = plotted
+        self.show(go.Figure(plotted))
+
     @property
     def data(self):
         return self.figure.data if self.figure is not None else ()

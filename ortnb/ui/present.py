@@ -331,23 +331,31 @@ TABLE_COLUMNS, TEXT_COLUMNS, table_cells = comparison_table.COLUMNS, comparison_
 SEARCH_COLUMNS = [("rank", "#"), ("rung", "rung"), ("label", "configuration"), ("status", "status"), ("samples_per_s", "samples/s"),
                   ("vs_yours", "vs your settings"),
                   ("p25", "p25–p75"), ("flag", "judged"), ("real_tokens_per_s", "real tokens/s"), ("mfu", "MFU %"), ("engine", "engine"),
-                  ("first_step_s", "first step (s)"), ("reason", "why")]
+                  ("first_step_s", "first step (s)"), ("seconds_to_target", "s to target"), ("reason", "why")]
+
+
+def target_text(config) -> str:
+    """``accuracy 0.80``: the metric a run's target is on, and the target (pure)."""
+    return f"{config.metric or 'accuracy'} {config.target:.2f}"
 
 
 def search_text(search, now: float) -> str:
     """One line while ortnb.tune searches (candidate i of n, elapsed, best so far) and after it ends."""
     elapsed = (now - search.started_at) if not search.done else search.progress.get("elapsed_s", 0.0)
     if search.done:
-        measured = sum(1 for r in search.rows if r.get("samples_per_s") is not None)
+        measured = sum(1 for r in search.rows if r.get("samples_per_s") is not None or r.get("status") == "reached")
+        what = "reached the target" if any("seconds_to_target" in r for r in search.rows) else "measured"
         best = f" · fastest: {search.best.label}" if search.best is not None else ""
-        return f"Find fastest: ended after {format_duration(elapsed)} · {measured} configurations measured{best}"
+        return f"Find fastest: ended after {format_duration(elapsed)} · {measured} configurations {what}{best}"
     event = search.progress
-    where = (f"candidate {event['candidate']} of {event['of']}" if event.get("candidate") else "preparing")
+    where = ("preparing" if not event.get("candidate") else f"candidate {event['candidate']} of {event['of']}"
+             if event.get("of") else f"trial {event['candidate']}")
     if event.get("phase"):
         where = f"{event['phase']}, {where}"
     best = event.get("best")
-    best_text = (f" · best so far: {best['label']}, {_number(best.get('samples_per_s'))} samples/s"
-                 if best else "")
+    best_text = ("" if not best else f" · best so far: {format_duration(best['seconds_to_target'])} to the target"
+                 if "seconds_to_target" in best else
+                 f" · best so far: {best['label']}, {_number(best.get('samples_per_s'))} samples/s")
     verb = "stopping · " if search.stopping else ""
     return (f"{verb}Find fastest: {where} · {format_duration(elapsed)} of "
             f"{format_duration(search.budget_s)}{best_text}")
@@ -408,6 +416,8 @@ def search_order_text(rows: list[dict]) -> str:
     """How the table is ordered, in words that agree with its numbers: the tuner ranks the candidates measured
     again (a higher rung, more steps) above faster-looking figures of a shorter rung, so "fastest first" was
     false (#1 at 70.1 samples/s above #2 at 77.7)."""
+    if any(row.get("seconds_to_target") is not None for row in rows):
+        return "soonest to the target first"
     rungs = {row.get("rung") for row in rows if row.get("samples_per_s") is not None and row.get("rung")}
     if len(rungs) <= 1:
         return "fastest first"
@@ -430,11 +440,15 @@ def search_table_html(rows: list[dict]) -> Markup:
                tag("table", head, *body, style="width:100%;border-collapse:collapse"), class_="ortnb-search")
 
 
-def winner_for_form(best, form_config):
+def winner_for_form(best, form_config, settings: dict | None = None):
     """The form's run with the search winner's settings, and the sentence saying how its learning rate changed
     (None when it did not): steps and the rest stay the user's, and the user's learning rate follows the
-    winner's global batch (tuning.learning_rate: square-root scaling)."""
+    winner's global batch (tuning.learning_rate: square-root scaling). A race to a target (``settings``) chose its
+    learning rate itself: the form takes the settings as raced."""
     from ..tuning import learning_rate
+
+    if settings is not None:
+        return form_config.replace(**settings, name=None), "the race chose its learning rate with the rest"
 
     winner = form_config.replace(**{name: getattr(best, name) for name in AXES}, name=None)  # the axes it varied
     return learning_rate.follow_batch(form_config, winner)

@@ -72,6 +72,8 @@ class Search:
     done: bool = False
     stopping: bool = False
     conclusive: bool = True  # every runnable candidate measured: the winner won a search
+    settings: dict | None = None  # a race to a target: the winner's settings, learning rate included, as raced
+    figure: dict | None = None  # a race to a target: the study's optimisation history (plotly JSON)
 
 
 @dataclass

@@ -273,6 +273,39 @@ def test_find_fastest_fills_the_table_and_load_winner_fills_the_form(widget_dash
     assert config.padding == "longest" and config.length_grouping is True
 
 
+def test_with_a_target_in_the_form_find_fastest_races_to_it_and_load_winner_takes_the_raced_settings(
+        widget_dashboard, monkeypatch, tmp_path):
+    pytest.importorskip("optuna")
+    import ortnb.tuning.quality as quality
+
+    dashboard, _ = widget_dashboard
+    real_search, asked = quality.search, {}
+
+    def train(config, report):  # a stand-in for the runs: batch 32 at 2e-4 reaches the target soonest
+        report(1, 90.0)
+        return 60.0 * (2e-4 / config.learning_rate) ** 0.5 * (32 / config.batch_size), True, "pytorch"
+
+    def search(base, target, **options):
+        asked.update(target=target, timeout_s=options["timeout_s"], base_target=base.target)
+        return real_search(base, target, trials=6, storage=tmp_path / "s.db", runs_dir=tmp_path, train=train,
+                           axes=[quality.Axis("batch_size", (16, 32)), quality.Axis("learning_rate", (1e-4, 2e-4))],
+                           on_progress=options["on_progress"], stop=options["stop"], timeout_s=options["timeout_s"])
+
+    monkeypatch.setattr(quality, "search", search)
+    dashboard.panel.set_config(dashboard.panel.config.replace(target=0.8))
+    dashboard.budget.value = 60
+    dashboard.find_fastest(wait=True)
+    assert asked == {"target": 0.8, "timeout_s": 60.0, "base_target": None}  # the trials set the target themselves
+    table = dashboard.search_table.value
+    assert "Find fastest: every candidate, soonest to the target first" in table and "s to target" in table
+    assert dashboard.search_figure.widget.outputs  # the study's optimisation history, drawn
+    assert "reached the target" in dashboard.progress_text.value and dashboard.tabs.selected_index == 1
+    dashboard.buttons["Load winner"].click()
+    config = dashboard.panel.config
+    assert (config.batch_size, config.learning_rate, config.target) == (32, 2e-4, 0.8)
+    assert "the race chose its learning rate" in dashboard.status.value
+
+
 def test_the_profile_button_profiles_the_form_beside_the_other_engine_and_fills_the_profile_tab(widget_dashboard,
                                                                                                 monkeypatch):
     from types import SimpleNamespace

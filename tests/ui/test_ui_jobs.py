@@ -149,3 +149,30 @@ def test_the_progress_bar_follows_the_newest_thing_started():
     assert (present.bar(state, now=80.0).value, present.bar(state, now=80.0).style) == (2, "success")
     state.start("/runs/b", EAGER, now=90.0)  # a run started after both: its line again
     assert present.bar(state, now=90.0).text.startswith("starting")
+
+
+def test_a_race_to_a_target_reads_plainly_and_its_table_ranks_by_seconds():
+    from types import SimpleNamespace
+
+    from ortnb.ui.jobs.race import race_rows
+
+    state = DashboardState()
+    search = state.start_search(120, now=0.0)
+    state.search_progress({"phase": "racing to accuracy 0.80", "candidate": 3, "of": None,
+                           "best": {"batch_size": 32, "seconds_to_target": 61.0}})
+    assert present.search_text(search, now=30.0) == ("Find fastest: racing to accuracy 0.80, trial 3 · 0:30 of 2:00 · "
+                                                      "best so far: 1:01 to the target")
+    trial = lambda n, state, value, reached, **params: SimpleNamespace(  # noqa: E731
+        number=n, state=SimpleNamespace(name=state), value=value, params=params, user_attrs={"reached": reached})
+    study = SimpleNamespace(trials=[trial(0, "COMPLETE", 80.0, True, batch_size=16),
+                                    trial(1, "PRUNED", 300.0, False, batch_size=8),
+                                    trial(2, "COMPLETE", 61.0, True, batch_size=32),
+                                    trial(3, "COMPLETE", 400.0, False, batch_size=8)])
+    rows = race_rows(SimpleNamespace(study=study), EAGER)
+    assert [(r.get("rank"), r["status"], r["seconds_to_target"]) for r in rows] == [
+        (1, "reached", 61.0), (2, "reached", 80.0), (None, "pruned", None), (None, "not reached", None)]
+    assert rows[2]["reason"] == "fell behind the others at an evaluation"
+    assert present.search_order_text(rows) == "soonest to the target first"
+    state.search_ended(rows, EAGER.replace(batch_size=32))
+    assert present.search_text(search, now=99.0).endswith("2 configurations reached the target · fastest: "
+                                                          + EAGER.replace(batch_size=32).label)

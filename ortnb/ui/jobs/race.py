@@ -1,0 +1,89 @@
+"""Find fastest to a target: when the form sets a target, Find fastest races configurations to it with
+``ortnb.tune_to_target`` (an Optuna study of real runs) for the budget's seconds, instead of ranking them by
+samples per second. The same Search in the state holds its progress and table; the table ranks by seconds to the
+target, and the study's optimisation history is drawn beside it."""
+
+from __future__ import annotations
+
+import threading
+
+from ...config import RunConfig
+from .. import present
+from .host import Job
+
+MAX_TRIALS = 100  # the budget ends the race first: a trial is not started after it
+
+
+class RaceJob(Job):
+    name = "Find fastest"
+    action = "start Find fastest"
+    tab = 1
+
+    def __init__(self, base: RunConfig, budget_s: float, search=None):
+        """``search``: tuning.quality.search (tests hand in one with a stand-in for the runs)."""
+        self.base, self.budget_s = base, float(budget_s)
+        self._stop = threading.Event()
+        self._search = search
+
+    def begin(self, state, now):
+        state.start_search(self.budget_s, now)
+        state.search.progress = {"phase": f"racing to {present.target_text(self.base)}"}
+
+    def work(self, update):
+        from ...tuning import quality
+
+        search = self._search or quality.search
+        phase = f"racing to {present.target_text(self.base)}"
+        return search(self.base.replace(target=None), float(self.base.target), trials=MAX_TRIALS,
+                      timeout_s=self.budget_s, stop=self._stop,
+                      on_progress=lambda event: update(lambda state: state.search_progress(
+                          {"phase": phase, "candidate": event["trial"], "of": None, "best": event["best"]})))
+
+    def ended(self, state, result):
+        rows, best = race_rows(result, self.base), result.best
+        winner = {k: v for k, v in best.items() if k not in ("seconds_to_target", "trial")} if best else None
+        state.search_ended(rows, self.base.replace(**winner) if winner else None,
+                           description=None if winner else "no trial reached the target within the budget: a longer "
+                           "budget, or a lower target")
+        state.search.settings = winner
+        state.search.figure = history_figure(result)
+
+    def failed(self, state, error):
+        state.search_ended([], None, error=error)
+
+    def stop(self):
+        self._stop.set()
+
+    def progress_text(self, state, now):
+        return present.search_text(state.search, now) if state.search is not None else None
+
+
+def race_rows(result, base: RunConfig) -> list[dict]:
+    """The study's trials as the search table's rows: the ones that reached the target ranked by seconds, then the
+    others with why they stopped (pruned at a rung, the cap reached first, failed)."""
+    rows = []
+    for trial in result.study.trials:
+        reached = bool(trial.user_attrs.get("reached"))
+        status = ("reached" if reached else "pruned" if trial.state.name == "PRUNED" else
+                  "failed" if trial.state.name == "FAIL" else "not reached")
+        reason = {"pruned": "fell behind the others at an evaluation", "not reached": "its sample cap came first",
+                  "failed": "the run failed"}.get(status)
+        rows.append({"label": base.replace(**trial.params, name=None).label, "status": status,
+                     "seconds_to_target": trial.value if reached else None, "engine": trial.user_attrs.get("engine"),
+                     "reason": reason, "trial": trial.number})
+    ranked = sorted((r for r in rows if r["status"] == "reached"), key=lambda r: r["seconds_to_target"])
+    for rank, row in enumerate(ranked, 1):
+        row["rank"] = rank
+    return ranked + [r for r in rows if r["status"] != "reached"]
+
+
+def history_figure(result) -> dict | None:
+    """Optuna's optimisation history (plotly) as JSON for the Comparison tab, or None when plotly is missing."""
+    try:
+        from optuna.visualization import plot_optimization_history
+    except ImportError:
+        return None
+    import json
+
+    figure = plot_optimization_history(result.study, target_name="seconds to the target (projection when pruned)")
+    return json.loads(figure.to_json())
