@@ -1,5 +1,5 @@
 """JupyterLab in a real browser: a server on 127.0.0.1 with a random port and token, Debian's chromium
-driven by playwright. Used by tests/test_browser.py and by scripts/dashboard_screenshot.py (the README's
+driven by playwright. Used by tests/ui/test_browser.py and by scripts/dashboard_screenshot.py (the README's
 picture), so both drive the Dashboard the same way.
 """
 

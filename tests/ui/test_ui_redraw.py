@@ -1,5 +1,5 @@
 """ui/redraw.py on exact values, and the Dashboard's live grid sending only updates plotly.js accepts, with the
-state a reloaded page rebuilds from kept current (the page itself is read in tests/test_browser.py)."""
+state a reloaded page rebuilds from kept current (the page itself is read in tests/ui/test_browser.py)."""
 
 from __future__ import annotations
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from .lab_driver import (browser_page, button, jupyterlab, live_view, live_view_problems, open_notebook,
+from ..lab_driver import (browser_page, button, jupyterlab, live_view, live_view_problems, open_notebook,
                          require_chromium, run_cell, write_notebook)
-from ._helpers import payload_folder
+from .._helpers import payload_folder
 
 pytestmark = pytest.mark.browser
 STEPS = 12
