@@ -17,7 +17,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from .runs.layout import EDGE, TRAINER, config_text, write_config
 from .vocabulary import (  # noqa: F401 - read through config too
-    FALSE, TRUE, Backend, Choice, Metric, Optimizer, Padding, Precision, Task)
+    FALSE, TRUE, Backend, Choice, Metric, Optimizer, Padding, Precision, Schedule, Task)
 
 KIND = TRAINER  # config.json's "kind" for a RunConfig run folder (the kinds: runs/layout.py)
 
@@ -57,7 +57,9 @@ class RunConfig:
     epochs: float | None = None
     """Passes over the training rows (1.5 is allowed); the number of steps follows from it. None: max_steps decides."""
     learning_rate: float = 5e-5
-    """Peak learning rate (linear decay)."""
+    """Peak learning rate."""
+    lr_schedule: Schedule = Schedule.LINEAR
+    """How the rate moves: linear (down from the peak over every planned step, Trainer's) or wsd (warmup-stable-decay: held at the peak, then down to 0.1x over the last 20% of the steps, or from the first evaluation within 0.02 of the target)."""
     freeze_embeddings: bool = False
     """Leave the input word embeddings untrained (requires_grad off before the optimizer is built; a causal LM's output head tied to them stays too). Their AdamW update and zeroing are about 15% of a batch-16 step, and half the all-reduce with 2 processes; judge it by accuracy on held-out data."""
     seed: int = 0
@@ -126,6 +128,8 @@ class RunConfig:
             parts.append(f"ZeRO-{self.zero_stage}")
         if self.freeze_embeddings is True:
             parts.append("frozen embeddings")
+        if self.lr_schedule == Schedule.WSD:
+            parts.append("WSD")
         label = " + ".join(parts)
         several = isinstance(self.num_processes, int) and self.num_processes > 1
         return f"{label} x{self.num_processes}" if several else label
@@ -176,7 +180,8 @@ class RunConfig:
         return dataclasses.replace(self, **changes)
 
 
-CHOICES = {"task": Task, "backend": Backend, "optim": Optimizer, "precision": Precision}  # the fields of a vocabulary
+CHOICES = {"task": Task, "backend": Backend, "optim": Optimizer, "precision": Precision,  # the fields of a vocabulary
+           "lr_schedule": Schedule}
 DEFAULT_STEPS = 60  # what a run trains when neither max_steps nor epochs is set
 
 

@@ -24,7 +24,7 @@ from .models.builtin import MODELS
 from .hardware import Capabilities, capabilities
 from .runs import layout
 from .runs.layout import NAME_LIMIT
-from .config import Backend, Optimizer, Padding, Precision, RunConfig, Task
+from .config import Backend, Optimizer, Padding, Precision, RunConfig, Schedule, Task
 from .errors import ConfigError
 
 BACKENDS = Backend.values()
@@ -280,6 +280,9 @@ def _check_choices(cfg, caps, problems):
             problems.append(Problem(name, f"unknown value {value!r}. Choose between {shown}."))
     if cfg.task is not None and cfg.task not in Task.values():  # a tuple: a YAML list is no key
         problems.append(Problem("task", f"unknown task {cfg.task!r}. Choose sequence-classification or causal-lm."))
+    if cfg.lr_schedule not in Schedule.values():
+        problems.append(Problem("lr_schedule", f"unknown schedule {cfg.lr_schedule!r}. Choose linear (Trainer's decay "
+                                               "over every step) or wsd (warmup-stable-decay)."))
 
 
 PADDINGS = typing.get_args(Padding)

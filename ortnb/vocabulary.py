@@ -54,6 +54,13 @@ class Precision(Choice):
     FP16 = "fp16"
 
 
+class Schedule(Choice):
+    """How the learning rate moves over a run (training/schedule.py)."""
+
+    LINEAR = "linear"  # Trainer's: down from the peak over every planned step
+    WSD = "wsd"  # warmup-stable-decay, the decay started near the target
+
+
 Padding = Literal["longest", "max_length"]
 # What an evaluation is judged by: accuracy and macro-F1 (classification), perplexity (a causal LM), the eval loss
 # (either); evaluation.py says which task reads which, and how each compares

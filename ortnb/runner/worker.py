@@ -100,7 +100,7 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
                            token_flops=flops.TokenFlops(model), peak_flops=peak, supervisor=supervisor)
     evaluator, scores, held_out = _evaluator(cfg, run_dir, writer, task, labels, prepared, interval)
     # the evaluator saves the best weights before RunCallback restarts the step clock
-    callbacks = [callback] if evaluator is None else [evaluator, callback]
+    callbacks = ([callback] if evaluator is None else [evaluator, callback]) + _schedule(cfg, task, max_steps)
     eval_batch = evaluation.eval_batch_size(cfg.batch_size, cfg.eval_batch_size, task)
     trainer = ORTTrainer(model=model, args=training_arguments(cfg, run_dir, world, grouping, max_steps, interval,
                                                               eval_batch),
@@ -131,6 +131,16 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
     phase(records.STARTING_TRAINING if cfg.backend == "ort" else records.FIRST_STEP)
     _fit(trainer, profiled)
     return _finish(trainer, cfg, run_dir, writer, callback, evaluator, peak)
+
+
+def _schedule(cfg: RunConfig, task: str, max_steps: int) -> list:
+    """The callback that gives a wsd run its rate (training/schedule.py); none for Trainer's linear decay."""
+    if cfg.lr_schedule != "wsd":
+        return []
+    from ..training.schedule import WsdSchedule, decay_near_target
+
+    metric = str(cfg.metric or evaluation.default_metric(task))
+    return [decay_near_target(WsdSchedule(max_steps), metric, cfg.target, rising=metric not in ("loss", "perplexity"))]
 
 
 def _tokenize(cfg: RunConfig, task: str, tokenizer, labels, world: int, writer):

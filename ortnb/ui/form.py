@@ -13,7 +13,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from ..config import DEFAULT_STEPS, RunConfig, Task
+from ..config import DEFAULT_STEPS, RunConfig, Schedule, Task
 from ..data import padding_plan
 from ..evaluation import METRIC_NAMES, default_metric, metrics_for
 from ..views.markup import Markup, join, tag
@@ -23,8 +23,9 @@ from ..validation import CHOICE_FIELDS, Problem, run_task
 FORM_FIELDS = ("model", "dataset", "backend", "optim", "precision", "zero1", "num_processes", "batch_size",
                "seq_len", "padding", "length_grouping", "length", "learning_rate", "freeze_embeddings", "evaluate",
                "eval_every", "metric", "early_stopping_patience")
-MORE_FIELDS = ("task", "warmup_steps", "seed", "eval_dataset", "eval_fraction", "eval_samples", "eval_batch_size",
-               "target", "threads", "report_to", "name", "output_dir")
+MORE_FIELDS = ("task", "lr_schedule", "warmup_steps", "seed", "eval_dataset", "eval_fraction", "eval_samples",
+               "eval_batch_size", "target", "threads", "report_to", "name", "output_dir")
+CHOSEN_FIELDS = ("task", "lr_schedule")  # the more-settings fields chosen from a list, not typed
 CHOICE_LABELS = {
     "backend": {"eager": "PyTorch (eager)", "ort": "ONNX Runtime", "compile": "torch.compile"},
     "optim": {"adamw_torch": "AdamW", "adamw_torch_fused": "fused AdamW (torch)",
@@ -34,6 +35,7 @@ CHOICE_LABELS = {
     "length_unit": {"steps": "steps", "epochs": "epochs"},
     "metric": METRIC_NAMES,
     "task": {None: "the model's own", Task.SEQUENCE_CLASSIFICATION: "classification", Task.CAUSAL_LM: "causal LM"},
+    "lr_schedule": {Schedule.LINEAR: "linear decay (Trainer's)", Schedule.WSD: "warmup-stable-decay (near the target)"},
 }
 # What each control is called on screen; validate()'s field names map onto these.
 CONTROL_LABELS = {"model": "model", "dataset": "dataset", "text_column": "text column", "label_column": "label column",
@@ -41,7 +43,7 @@ CONTROL_LABELS = {"model": "model", "dataset": "dataset", "text_column": "text c
                   "precision": "precision", "zero_stage": "ZeRO-1", "zero1": "ZeRO-1", "num_processes": "processes",
                   "batch_size": "batch size", "seq_len": "sequence length", "max_steps": "steps", "epochs": "epochs",
                   "length": "train for", "learning_rate": "learning rate", "warmup_steps": "warm-up steps",
-                  "task": "task", "padding": "padding", "length_grouping": "length grouping",
+                  "task": "task", "lr_schedule": "learning-rate schedule", "padding": "padding", "length_grouping": "length grouping",
                   "freeze_embeddings": "frozen embeddings", "eval_batch_size": "eval batch size",
                   "output_dir": "output folder", "evaluate": "evaluate", "eval_every": "evaluate every",
                   "metric": "best by", "early_stopping_patience": "early stopping", "eval_dataset": "held-out data",

@@ -64,8 +64,8 @@ def _controls(w, cpu_cores: int) -> dict:
         "eval_every": typed("eval_every"),
         "metric": w.Dropdown(options=form.metric_pairs(Task.SEQUENCE_CLASSIFICATION), layout=full),
         "early_stopping_patience": typed("early_stopping_patience"),
-        "task": w.Dropdown(options=form.option_pairs("task"), layout=full),
-        **{name: typed(name) for name in form.MORE_FIELDS if name != "task"},
+        **{name: w.Dropdown(options=form.option_pairs(name), layout=full) for name in form.CHOSEN_FIELDS},
+        **{name: typed(name) for name in form.MORE_FIELDS if name not in form.CHOSEN_FIELDS},
     }
 
 

@@ -347,3 +347,15 @@ def test_the_profile_button_profiles_the_form_beside_the_other_engine_and_fills_
     assert dashboard.buttons["Profile"].disabled
     dashboard.profile(wait=True)
     assert "a run is training" in dashboard.status.value and len(asked) == 2
+
+
+def test_the_learning_rate_schedule_is_chosen_in_more_settings(widget_dashboard):
+    dashboard, _ = widget_dashboard
+    control = dashboard.panel.controls["lr_schedule"]
+    assert [label for label, _ in control.options] == ["linear decay (Trainer's)",
+                                                       "warmup-stable-decay (near the target)"]
+    assert control.value == "linear" and dashboard.panel.config.lr_schedule == "linear"
+    control.value = "wsd"
+    assert dashboard.panel.config.lr_schedule == "wsd" and dashboard.panel.config.label.endswith("+ WSD")
+    dashboard.panel.set_config(dashboard.panel.config.replace(lr_schedule="linear"))
+    assert control.value == "linear"
