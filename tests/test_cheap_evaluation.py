@@ -114,3 +114,26 @@ def test_a_cheap_evaluation_reports_what_the_plain_one_does(tmp_path):
         [(w["row"], w["label"], w["predicted"], w["text"]) for w in cheap.details["wrong"]]
     assert [w["confidence"] for w in plain.details["wrong"]] == \
         pytest.approx([w["confidence"] for w in cheap.details["wrong"]], rel=1e-5)
+
+
+@pytest.mark.ort  # trains tiny BERT with ORTTrainer in this process
+def test_a_real_run_with_a_target_evaluates_only_after_training(tmp_path, monkeypatch):
+    from ortnb.runner import worker
+    from ortnb.runs import layout
+
+    from ._helpers import tiny
+
+    evaluated = []
+
+    class Recording(worker.EvalCallback):
+        def on_evaluate(self, args, state, control, metrics=None, **kwargs):
+            evaluated.append((state.global_step, args.per_device_eval_batch_size, self.samples))
+            return super().on_evaluate(args, state, control, metrics=metrics, **kwargs)
+
+    monkeypatch.setattr(worker, "EvalCallback", Recording)
+    config = tiny(tmp_path, backend="eager", max_steps=4, eval_every=2, eval_samples=64, target=0.99)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    config.to_json(run_dir / layout.CONFIG)
+    assert worker.run(run_dir, rank=0, world=1) == "completed"
+    assert evaluated == [(2, 32, 64), (4, 32, 64)]  # no step 0; 4 x the batch of 8
