@@ -205,7 +205,7 @@ def test_a_run_with_a_reachable_target_ends_at_the_evaluation_that_reaches_it(tm
     run = ortnb.launch(tiny(write_rows(tmp_path, ".jsonl", rows()), tmp_path, max_steps=20, eval_every=2,
                             metric="loss", target=50.0))  # any trained evaluation reaches it
     assert run.wait(300) == "completed", run.error
-    assert [e["step"] for e in run.events if e["event"] == "eval"] == [0, 2]  # step 0 trained nothing: no stop
+    assert [e["step"] for e in run.events if e["event"] == "eval"] == [2]  # a target: no evaluation before step 1
     final = run.events[-1]
     assert (final["step"], final["reached_target"], final["target_step"]) == (2, True, 2)
     summary = run.summary()
