@@ -59,7 +59,7 @@ class RunConfig:
     learning_rate: float = 5e-5
     """Peak learning rate."""
     lr_schedule: Schedule = Schedule.LINEAR
-    """How the rate moves: linear (down from the peak over every planned step, Trainer's) or wsd (warmup-stable-decay: held at the peak, then down to 0.1x over the last 20% of the steps, or from the first evaluation within 0.02 of the target)."""
+    """How the rate moves: linear (down from the peak over every planned step, Trainer's) or wsd (warmup-stable-decay: held at the peak, then down to a tenth of the peak over the last 20% of the steps, or from the first evaluation within 0.02 of the target)."""
     freeze_embeddings: bool = False
     """Leave the input word embeddings untrained (requires_grad off before the optimizer is built; a causal LM's output head tied to them stays too). Their AdamW update and zeroing are about 15% of a batch-16 step, and half the all-reduce with 2 processes; judge it by accuracy on held-out data."""
     seed: int = 0
