@@ -254,6 +254,10 @@ def quality_items(s: dict) -> list[tuple[str, str]]:
             items.append(("target", f"{s['target']:g} not reached"))
     if s.get("early_stopped"):
         items.append(("stopped early", s.get("early_stop") or "no better evaluation within the patience"))
+    if s.get("eval_evaluations") and s.get("eval_total_s") is not None:  # their time, apart from training's
+        count = s["eval_evaluations"]
+        items.append(("evaluating", f"{count} evaluation{'s' if count != 1 else ''} in "
+                                    f"{format_duration(s['eval_total_s'])}"))
     return items
 
 

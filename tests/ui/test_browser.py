@@ -162,6 +162,11 @@ def assert_card_shows_run(page, run) -> None:
     value, _, rest = card["best held-out accuracy"].partition(" at step ")
     assert float(value) == pytest.approx(best["accuracy"], abs=6e-4) and int(rest.split()[0]) == best["step"], card
     assert float(card["its held-out loss"]) == pytest.approx(best["eval_loss"], rel=6e-4, abs=6e-5), card
+    from ortnb.views.numbers import format_duration
+
+    summary = run.summary()
+    plural = "s" if len(evals) != 1 else ""
+    assert card["evaluating"] == f"{len(evals)} evaluation{plural} in {format_duration(summary['eval_total_s'])}", card
     first = metrics.first_step_seconds(metrics.startup_phases(records))
     assert card["first step"].startswith(f"{first:.1f} s"), card
     assert f"first step {first:.1f}" in card["start-up"], card

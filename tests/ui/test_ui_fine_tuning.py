@@ -184,10 +184,12 @@ def test_the_card_names_the_best_held_out_value_its_step_time_target_and_notes()
     state.start("/runs/a", RunConfig(max_steps=40), now=0.0)
     summary = {"eval_metric": "accuracy", "best_value": 0.8125, "best_step": 20, "best_reached_s": 72.0,
                "best_eval_loss": 0.41234, "last_eval_step": 20, "eval_loss": 0.41234, "target": 0.8, "reached_target": True, "target_step": 20, "target_reached_s": 72.0,
-               "notes": ["new 3-class head; the saved 2-class head is not used"], "samples_per_s": None}
+               "notes": ["new 3-class head; the saved 2-class head is not used"], "samples_per_s": None,
+               "eval_evaluations": 2, "eval_total_s": 13.4}
     state.observe("/runs/a", status="completed", records=[], now=80.0, summary=summary)
     items = dict(present.summary_items(state.latest))
     assert items["best held-out accuracy"] == "0.812 at step 20 (1:12)"  # not "accuracy accuracy 0.812"
+    assert items["evaluating"] == "2 evaluations in 0:13"  # their seconds, apart from training's
     assert items["its held-out loss"] == "0.4123" and items["target"] == "reached 0.8 at step 20 (1:12)"
     assert "last evaluation" not in items  # the best is the last: said once
     assert present.card_notes(state.latest) == ["new 3-class head; the saved 2-class head is not used"]
