@@ -200,6 +200,8 @@ def dismiss_notifications(page) -> None:
 def test_dashboard_in_jupyterlab(lab, artifacts):
     from playwright.sync_api import expect
 
+    from ortnb.ui.form import FORM_FIELDS, MORE_FIELDS
+
     base, token, folder = lab
     shots = artifacts
     with browser_page(1400, 900) as page:
@@ -212,8 +214,8 @@ def test_dashboard_in_jupyterlab(lab, artifacts):
             expect(dashboard).to_contain_text("Press Run")  # empty charts: axes and a hint
             # Every control has its help on hover; options this machine cannot run look unavailable and
             # say why without hovering (here: fused Adam (ORT, CUDA), bf16 and fp16 with ONNX Runtime).
-            # 17 controls, 11 more settings and the budget
-            expect(page.locator(".ortnb-field-label[title]")).to_have_count(29)
+            # the form's controls, its more settings and the budget
+            expect(page.locator(".ortnb-field-label[title]")).to_have_count(len(FORM_FIELDS) + len(MORE_FIELDS) + 1)
             expect(dashboard).to_contain_text("unavailable here: fused Adam (ORT, CUDA)")
             struck = page.evaluate("""() => [...document.querySelectorAll('.ortnb-dashboard .widget-toggle-button')]
                 .filter((b) => getComputedStyle(b).textDecorationLine.includes('line-through'))
