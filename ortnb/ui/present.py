@@ -350,7 +350,8 @@ def search_text(search, now: float) -> str:
         measured = sum(1 for r in search.rows if r.get("samples_per_s") is not None or r.get("status") == "reached")
         what = "reached the target" if any("seconds_to_target" in r for r in search.rows) else "measured"
         best = f" · fastest: {search.best.label}" if search.best is not None else ""
-        return f"Find fastest: ended after {format_duration(elapsed)} · {measured} configurations {what}{best}"
+        configurations = f"{measured} configuration{'s' if measured != 1 else ''}"
+        return f"Find fastest: ended after {format_duration(elapsed)} · {configurations} {what}{best}"
     event = search.progress
     where = ("preparing" if not event.get("candidate") else f"candidate {event['candidate']} of {event['of']}"
              if event.get("of") else f"trial {event['candidate']}")

@@ -176,3 +176,5 @@ def test_a_race_to_a_target_reads_plainly_and_its_table_ranks_by_seconds():
     state.search_ended(rows, EAGER.replace(batch_size=32))
     assert present.search_text(search, now=99.0).endswith("2 configurations reached the target · fastest: "
                                                           + EAGER.replace(batch_size=32).label)
+    state.search_ended(rows[:1], EAGER)
+    assert "· 1 configuration reached the target ·" in present.search_text(search, now=99.0)  # one, not "1 ...s"
