@@ -56,6 +56,7 @@ def test_the_second_prepare_reads_the_stored_entry_and_tokenizes_nothing(tmp_pat
                                "note": None, "train_rows": 30, "eval_rows": 10}
 
 
+@pytest.mark.slow  # tokenizes the real dataset for each bucket: 2 s each: the pure tier stays under 45 s
 @pytest.mark.parametrize("bucket", [8, token_cache.MIN_BUCKET])  # 8: the entry is itself a shuffled selection
 def test_runs_of_other_lengths_share_one_entry_and_get_exactly_their_own_rows(tmp_path, tokenizer, counted,
                                                                             monkeypatch, bucket):
@@ -75,6 +76,7 @@ def test_runs_of_other_lengths_share_one_entry_and_get_exactly_their_own_rows(tm
     assert token_cache.rows_bucket(None) is None and token_cache.rows_bucket(bucket + 1) == 2 * bucket
 
 
+@pytest.mark.slow  # six entries tokenized for real: 2 s: the pure tier stays under 45 s
 def test_an_edited_file_another_setting_or_tokenizer_is_another_entry(tmp_path, tokenizer, counted):
     rows = tmp_path / "rows.csv"
     rows.write_text(CSV)
@@ -93,6 +95,7 @@ def test_an_edited_file_another_setting_or_tokenizer_is_another_entry(tmp_path, 
     assert len(keys) == 6 and len(counted) == 6
 
 
+@pytest.mark.slow  # tokenizes the real dataset twice: the pure tier stays under 45 s
 def test_a_damaged_entry_is_said_once_and_tokenized_again(tmp_path, tokenizer, counted):
     rows = tmp_path / "rows.csv"
     rows.write_text(CSV)

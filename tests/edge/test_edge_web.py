@@ -112,6 +112,7 @@ def test_a_fetch_whose_files_are_not_the_pinned_ones_is_refused(tmp_path, monkey
     assert web_runtime.missing() == list(web_runtime.FILES)
 
 
+@pytest.mark.slow  # copies and hashes ONNX Runtime Web's real files (tens of MB): the pure tier stays under 45 s
 def test_a_cached_file_changed_since_the_fetch_is_refused_by_name_where_it_is_used(cached_runtime, monkeypatch):
     from ortnb import info
 
@@ -132,6 +133,7 @@ def test_a_cached_file_changed_since_the_fetch_is_refused_by_name_where_it_is_us
         f"onnxruntime web       refused: {expected}"]
 
 
+@pytest.mark.slow  # copies and hashes ONNX Runtime Web's real files (tens of MB): the pure tier stays under 45 s
 def test_setup_fetches_a_changed_cache_again_and_says_why(cached_runtime, tmp_path, monkeypatch, capsys):
     from ortnb import cli
 

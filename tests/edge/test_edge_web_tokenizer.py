@@ -174,6 +174,7 @@ def js_table(name: str) -> set[int]:
     return points
 
 
+@pytest.mark.slow  # every code point through the Rust library: 4 s: the pure tier stays under 45 s
 def test_character_tables_are_the_rust_librarys(rust_classes):
     """tokenizer.js carries the Rust library's own (Unicode 8.0) tables: they must still be its tables."""
     import unicodedata
