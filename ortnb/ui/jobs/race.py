@@ -5,57 +5,40 @@ target, and the study's optimisation history is drawn beside it."""
 
 from __future__ import annotations
 
-import threading
-
 from ...config import RunConfig
 from .. import present
-from .host import Job
+from .search import SearchJob
 
 MAX_TRIALS = 100  # the budget ends the race first: a trial is not started after it
 
 
-class RaceJob(Job):
-    name = "Find fastest"
-    action = "start Find fastest"
-    tab = 1
+class RaceJob(SearchJob):
+    """Find fastest with a target: a SearchJob (its Search in the state, its stop, failure and progress line) whose
+    work is the race and whose table ranks by seconds to the target."""
 
-    def __init__(self, base: RunConfig, budget_s: float, search=None):
-        """``search``: tuning.quality.search (tests hand in one with a stand-in for the runs)."""
-        self.base, self.budget_s = base, float(budget_s)
-        self._stop = threading.Event()
-        self._search = search
+    def __init__(self, base: RunConfig, budget_s: float):
+        super().__init__(base, budget_s)
+        self.phase = f"racing to {present.target_text(base)}"
 
     def begin(self, state, now):
-        state.start_search(self.budget_s, now)
-        state.search.progress = {"phase": f"racing to {present.target_text(self.base)}"}
+        super().begin(state, now)
+        state.search.progress = {"phase": self.phase}
 
     def work(self, update):
         from ...tuning import quality
 
-        search = self._search or quality.search
-        phase = f"racing to {present.target_text(self.base)}"
-        return search(self.base.replace(target=None), float(self.base.target), trials=MAX_TRIALS,
-                      timeout_s=self.budget_s, stop=self._stop,
-                      on_progress=lambda event: update(lambda state: state.search_progress(
-                          {"phase": phase, "candidate": event["trial"], "of": None, "best": event["best"]})))
+        return quality.search(self.base.replace(target=None), float(self.base.target), trials=MAX_TRIALS,
+                              timeout_s=self.budget_s, stop=self._stop,
+                              on_progress=lambda event: update(lambda state: state.search_progress(
+                                  {"phase": self.phase, "candidate": event["trial"], "of": None,
+                                   "best": event["best"]})))
 
     def ended(self, state, result):
-        rows, best = race_rows(result, self.base), result.best
+        best = result.best
         winner = {k: v for k, v in best.items() if k not in ("seconds_to_target", "trial")} if best else None
-        state.search_ended(rows, self.base.replace(**winner) if winner else None,
-                           description=None if winner else "no trial reached the target within the budget: a longer "
-                           "budget, or a lower target")
+        state.search_ended(race_rows(result, self.base), self.base.replace(**winner) if winner else None)
         state.search.settings = winner
         state.search.figure = history_figure(result)
-
-    def failed(self, state, error):
-        state.search_ended([], None, error=error)
-
-    def stop(self):
-        self._stop.set()
-
-    def progress_text(self, state, now):
-        return present.search_text(state.search, now) if state.search is not None else None
 
 
 def race_rows(result, base: RunConfig) -> list[dict]:
