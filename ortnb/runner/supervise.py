@@ -8,7 +8,6 @@ even if a rank was killed, the stop had to be forced, or the disk filled up.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -16,7 +15,7 @@ import sys
 import threading
 from pathlib import Path
 
-from .. import files, interrupts
+from .. import interrupts
 from ..config import RunConfig
 from ..metrics import final_event, steps
 from ..runs import control, layout, liveness, status_file
@@ -36,22 +35,12 @@ def worker_command(cfg: RunConfig, run_dir: Path, launcher_args: list[str] | Non
 
 
 def worker_environment(cfg: RunConfig, launcher_args: list[str] | None = None) -> dict:
-    import torch
-
+    """The ranks' environment. Nothing here imports torch: the supervisor starts the ranks at once (the ranks
+    tell DeepSpeed about a machine without an accelerator themselves, worker.run)."""
     env = torchrun.environment(dict(os.environ), single_machine=not launcher_args)
     threads = cfg.threads or max(1, (os.cpu_count() or 1) // cfg.num_processes)
     env.update(OMP_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1")
-    if not torch.cuda.is_available():
-        env["DS_ACCELERATOR"] = "cpu"
     return env
-
-
-def record_peak(cfg: RunConfig, run_dir: Path) -> None:
-    from .. import flops
-
-    dtype = "bf16" if cfg.precision == "bf16" else "fp16" if cfg.precision == "fp16" else "fp32"
-    peak = flops.machine_peak(dtype)
-    files.write_atomic(run_dir / layout.PEAK, json.dumps({"dtype": dtype, "flops": peak}))  # read whole or not at all
 
 
 def read_records(run_dir: Path) -> list[dict]:
@@ -84,7 +73,6 @@ def supervise(run_dir: Path, launcher_args: list[str] | None = None) -> int:
     status_file.reserve(run_dir)  # room for the final status even if the disk fills up later
     heartbeat = liveness.start_heartbeat(run_dir)
     cfg = RunConfig.from_json(run_dir / layout.CONFIG)
-    record_peak(cfg, run_dir)
     started: list[subprocess.Popen] = []
     terminated: list[int] = []
 

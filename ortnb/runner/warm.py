@@ -230,7 +230,8 @@ def train_one(run_dir: Path, rank: int, world: int, parent: Parent, number: int)
     """One run, trained in this process as supervise.py and worker.py would train it; returns how it ended."""
     from . import worker
     from ..runs.recorder import Recorder
-    from .supervise import finish, record_peak
+    from . import machine_peak
+    from .supervise import finish
 
     writes = int(os.environ.get("LOCAL_RANK", "0")) == 0
     heartbeat = None
@@ -241,9 +242,7 @@ def train_one(run_dir: Path, rank: int, world: int, parent: Parent, number: int)
             if writes:
                 status_file.reserve(run_dir)
                 heartbeat = liveness.start_heartbeat(run_dir)
-                record_peak(RunConfig.from_json(run_dir / layout.CONFIG), run_dir)  # flops caches the peak
-            elif not _appears(run_dir / layout.PEAK, 120.0):  # the writing rank measures it, as a supervisor would
-                raise RuntimeError(f"the writing rank did not record the machine's peak ({layout.PEAK}) in 120 s")
+            machine_peak.record_or_await(run_dir, writes)
             recorder = Recorder.open(run_dir, rank=rank, writes=writes)
             if writes:
                 liveness.record_process(run_dir, liveness.WRITER, os.getpid(), serves_in_turn=True)
@@ -259,15 +258,6 @@ def train_one(run_dir: Path, rank: int, world: int, parent: Parent, number: int)
                 heartbeat.set()
             _forget_run()
     return status
-
-
-def _appears(path: Path, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(POLL_S)
-    return True
 
 
 @contextmanager

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 
 FORCE_GRACE_S = 10.0  # after SIGTERM, how long the ranks get before SIGKILL
+ENDING_POLL_S = 0.05  # wait()'s pause once the status is final and only the processes' exit is awaited
 
 
 class Run:
@@ -242,7 +243,7 @@ class Run:
                 on_tick()
             time.sleep(interval)
 
-    def wait(self, timeout: float | None = None, interval: float = 0.5) -> str:
+    def wait(self, timeout: float | None = None, interval: float = 0.2) -> str:
         """Block until the run ends and its processes have exited (or ``timeout`` seconds pass); returns
         the status. Works the same for a run from attach(): it polls the run folder. It also returns when the
         run stalls (``"stalled"``: no new step for longer than its bound, see ``run.stall``), which it may
@@ -260,7 +261,7 @@ class Run:
                 self._stop_on_interrupt()
             raise
 
-    def _wait(self, timeout: float | None, interval: float = 0.5, through_stall: bool = False) -> str:
+    def _wait(self, timeout: float | None, interval: float = 0.2, through_stall: bool = False) -> str:
         deadline = None if timeout is None else time.monotonic() + timeout
         ended = None
         while True:
@@ -274,7 +275,9 @@ class Run:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 break
-            time.sleep(interval if remaining is None else min(interval, remaining))
+            # Once the status is final only the processes' exit is awaited: a few hundredths of a second.
+            pause = ENDING_POLL_S if ended else interval
+            time.sleep(pause if remaining is None else min(pause, remaining))
         return self.status
 
     def _stop_on_interrupt(self) -> None:

@@ -56,16 +56,17 @@ def test_single_process_run_streams_metrics_while_the_kernel_stays_free(tmp_path
 
 
 def test_zero1_halves_optimizer_state_per_rank(tmp_path):
-    ddp = ortnb.launch(tiny(tmp_path, num_processes=2, max_steps=4))
-    assert ddp.wait(600) == "completed", ddp.error
+    from ortnb.models.builtin import load_model
+
     zero = ortnb.launch(tiny(tmp_path, num_processes=2, zero_stage=1, max_steps=4))
     assert zero.wait(600) == "completed", zero.error
-    ddp_state = ddp.metrics[["optimizer_state_mb_rank0", "optimizer_state_mb_rank1"]].iloc[-1]
+    # What one rank holds without ZeRO (DDP, or one process): AdamW's two fp32 moments of every parameter.
+    model, _ = load_model("tiny-bert", "sequence-classification")
+    whole_mb = 2 * 4 * sum(p.numel() for p in model.parameters()) / 2**20
     zero_state = zero.metrics[["optimizer_state_mb_rank0", "optimizer_state_mb_rank1"]].iloc[-1]
-    assert ddp_state.iloc[0] == pytest.approx(ddp_state.iloc[1])  # DDP: every rank holds all of it
     for rank in range(2):
-        assert zero_state.iloc[rank] == pytest.approx(ddp_state.iloc[rank] / 2, rel=0.10)
-    assert ddp.summary()["engine"] == zero.summary()["engine"] == "onnxruntime"
+        assert zero_state.iloc[rank] == pytest.approx(whole_mb / 2, rel=0.02)
+    assert zero.summary()["engine"] == "onnxruntime"
     assert_no_workers_within(zero)
 
 
