@@ -201,7 +201,8 @@ class DashboardState:
                      conclusive: bool = True, description: str | None = None) -> None:
         """The search ended. ``conclusive``: every runnable candidate was measured and the judge trusts the
         figures, so the winner won a search; otherwise it is only the best of those measured and the message
-        says why (``description``: tune's, with what to do about it)."""
+        says why (``description``: the search's own words, with what to do about it; also used when there is no
+        winner)."""
         if self.search is None:
             return
         self.search.rows, self.search.best, self.search.error, self.search.done = rows, best, error, True
@@ -210,7 +211,8 @@ class DashboardState:
         if error:
             self.message = Message(f"Find fastest failed: {error}", "error")
         elif best is None:
-            self.message = Message("Find fastest measured no configuration to the end; see the table", "warning")
+            self.message = Message(description or "Find fastest measured no configuration to the end; see the table",
+                                   "warning")
         elif not conclusive:
             text = description or f"best of those measured, not a search: {best.label}"
             self.message = Message(f"{text} Press Load winner to try it.", "warning")

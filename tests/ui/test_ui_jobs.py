@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 from types import SimpleNamespace
 
+import pytest
+
 from ortnb.config import RunConfig
 from ortnb.ui import present
 from ortnb.ui.jobs import Event, EventBus, Job, JobHost
@@ -178,3 +180,33 @@ def test_a_race_to_a_target_reads_plainly_and_its_table_ranks_by_seconds():
                                                           + EAGER.replace(batch_size=32).label)
     state.search_ended(rows[:1], EAGER)
     assert "· 1 configuration reached the target ·" in present.search_text(search, now=99.0)  # one, not "1 ...s"
+
+
+def test_a_race_without_a_winner_says_so_in_its_own_words_not_the_quick_searchs():
+    from types import SimpleNamespace
+
+    from ortnb.ui.jobs.race import RaceJob, no_winner_text
+
+    rows = [{"status": "pruned"}, {"status": "pruned"}, {"status": "not reached"}]
+    assert no_winner_text(rows, "accuracy 0.80") == (
+        "No configuration reached accuracy 0.80 (3 tried: 2 fell behind the others at an evaluation, 1 reached its "
+        "sample cap first); see the table. A longer budget or a lower target gives the race a winner.")
+    assert no_winner_text([{"status": "failed"}], "accuracy 0.95").startswith(
+        "No configuration reached accuracy 0.95 (1 tried: 1 failed)")
+    assert no_winner_text([], "accuracy 0.80") == ("No configuration reached accuracy 0.80: the budget ended before "
+                                                   "the first trial did. A longer budget gives the race a winner.")
+    # Through the job into the state: the Dashboard's message is the race's, a warning.
+    state = DashboardState()
+    state.start_search(120, now=0.0)
+    optuna = pytest.importorskip("optuna")
+    study = optuna.create_study()
+    study.add_trial(optuna.trial.create_trial(
+        state=optuna.trial.TrialState.PRUNED, params={"batch_size": 8}, intermediate_values={0: 300.0},
+        distributions={"batch_size": optuna.distributions.CategoricalDistribution([8, 16])},
+        user_attrs={"reached": False}))
+    result = SimpleNamespace(study=study, best=None)
+    RaceJob(EAGER.replace(target=0.8), 120).ended(state, result)
+    assert state.message.text == ("No configuration reached accuracy 0.80 (1 tried: 1 fell behind the others at an "
+                                  "evaluation); see the table. A longer budget or a lower target gives the race a "
+                                  "winner.")
+    assert state.message.level == "warning" and state.search.best is None

@@ -36,7 +36,9 @@ class RaceJob(SearchJob):
     def ended(self, state, result):
         best = result.best
         winner = {k: v for k, v in best.items() if k not in ("seconds_to_target", "trial")} if best else None
-        state.search_ended(race_rows(result, self.base), self.base.replace(**winner) if winner else None)
+        rows = race_rows(result, self.base)
+        state.search_ended(rows, self.base.replace(**winner) if winner else None,
+                           description=None if winner else no_winner_text(rows, present.target_text(self.base)))
         state.search.settings = winner
         state.search.figure = history_figure(result)
 
@@ -58,6 +60,21 @@ def race_rows(result, base: RunConfig) -> list[dict]:
     for rank, row in enumerate(ranked, 1):
         row["rank"] = rank
     return ranked + [r for r in rows if r["status"] != "reached"]
+
+
+def no_winner_text(rows: list[dict], target: str) -> str:
+    """Why a race ended without a winner, in the table's words, and what to do: 'No configuration reached accuracy
+    0.80 (3 tried: 2 fell behind the others at an evaluation, 1 reached its sample cap first); see
+    the table. A longer budget or a lower target gives the race a winner.'"""
+    if not rows:
+        return (f"No configuration reached {target}: the budget ended before the first trial did. A longer budget "
+                "gives the race a winner.")
+    counts = {status: sum(r["status"] == status for r in rows) for status in ("pruned", "not reached", "failed")}
+    words = {"pruned": "fell behind the others at an evaluation", "not reached": "reached its sample cap first",
+             "failed": "failed"}
+    parts = ", ".join(f"{n} {words[status]}" for status, n in counts.items() if n)
+    return (f"No configuration reached {target} ({len(rows)} tried: {parts}); see the table. "
+            "A longer budget or a lower target gives the race a winner.")
 
 
 def history_figure(result) -> dict | None:
