@@ -112,6 +112,7 @@ def summarize(records: list[dict], warmup_steps: int) -> dict:
         "startup_s": startup_phases(records) or None,
         "exports": engine.get("exports"),
         "notes": [e.get("text") for e in events(records, "note") if e.get("text")],
+        "warm_run": next((e.get("run") for e in events(records, "warm")), None),
     }
     summary.update({f"eval_{key}" if key in ("metric", "evaluations") else key: value
                     for key, value in evaluation_summary(records).items()})

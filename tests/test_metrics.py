@@ -180,3 +180,9 @@ def test_a_damaged_peak_cache_is_rebuilt_and_a_higher_achieved_rate_raises_the_p
     assert flops.raise_peak("fp32", 130e9, 2) == (100e9, 130e9)  # the run reached more than the new measure
     assert flops.machine_peak("fp32", 2) == 130e9
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_the_summary_says_which_run_of_a_warm_worker_a_run_was_and_none_for_a_cold_start():
+    warm = {"kind": "event", "event": "warm", "time": 1.0, "pid": 4242, "run": 2}
+    assert metrics.summarize([warm, step(1), step(2)], warmup_steps=0)["warm_run"] == 2
+    assert metrics.summarize([step(1), step(2)], warmup_steps=0)["warm_run"] is None

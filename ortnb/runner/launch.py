@@ -17,11 +17,23 @@ from ..runs.run import FORCE_GRACE_S, Run, _error_text, wait_for  # noqa: F401
 from ..validation import check
 
 
-def launch(cfg: RunConfig, launcher_args: list[str] | None = None, *, requests: dict[str, dict] | None = None) -> Run:
+def launch(cfg: RunConfig, launcher_args: list[str] | None = None, *, requests: dict[str, dict] | None = None,
+           warm: bool = False) -> Run:
     """Check ``cfg`` (raising ConfigError with every problem), create a new run directory and start
     the run in a supervisor process. Returns at once. ``launcher_args`` are torchrun's node arguments
     (``--nnodes 2 --node_rank 0 --rdzv_backend c10d --rdzv_endpoint host:port``) for a run across nodes.
-    ``requests``: file name -> JSON written into the run folder before anything starts (a profile request)."""
+    ``requests``: file name -> JSON written into the run folder before anything starts (a profile request).
+
+    ``warm``: train in this session's warm worker for the output folder (runner/warm.py), started by the first
+    such run and kept until this process ends (or ``ortnb.runner.warm.close_session()``): from the second run of
+    the same number of processes on, no interpreter start and no imports. The run's card and summary say how it
+    started (``warm_run``). Runs a warm worker does not take start cold as before: with DeepSpeed (ZeRO), across
+    nodes, with a profile request, or on an in-memory dataset."""
+    if warm and not launcher_args and not requests:
+        from .warm import WarmWorker, session_worker
+
+        if WarmWorker.serves(cfg) is None:
+            return session_worker(cfg.output_dir).launch(cfg)  # checks cfg as below
     check(cfg, nodes=nodes(launcher_args))  # across nodes ZeRO shards over every node's processes
     # Absolute, so that a later os.chdir in the kernel does not lose the run or its model.
     cfg = cfg.replace(output_dir=str(Path(cfg.output_dir).expanduser().resolve()))

@@ -24,6 +24,7 @@ Runs with DeepSpeed (ZeRO) or across nodes are refused: they go through launch()
 
 from __future__ import annotations
 
+import atexit
 import gc
 import json
 import os
@@ -160,6 +161,37 @@ class WarmWorker:
         self.close()
 
 
+# -- the session's workers: ortnb.launch(cfg, warm=True) and the Dashboard ---------------------
+
+CLOSE_AT_EXIT_S = 5.0  # at the session's end a run in progress gets this long to end before its worker is killed
+_session: dict[Path, WarmWorker] = {}
+_session_lock = threading.Lock()
+
+
+def session_worker(runs_dir: str | Path) -> WarmWorker:
+    """This process's warm worker for runs under ``runs_dir``, one per folder, kept for the session: the runs that
+    follow the first of a kind start without a new interpreter or imports. It ends with this process (the worker
+    watches its parent, and close_session runs at exit) or with close_session()."""
+    folder = Path(runs_dir).expanduser().resolve()
+    with _session_lock:
+        if not _session:
+            atexit.unregister(close_session)
+            atexit.register(close_session, CLOSE_AT_EXIT_S)
+        if folder not in _session:
+            _session[folder] = WarmWorker(folder)
+        return _session[folder]
+
+
+def close_session(timeout: float = 30.0) -> None:
+    """End this session's warm workers (each finishes its run in progress first, killed after ``timeout`` s):
+    their memory back, the next warm launch starts a new one."""
+    with _session_lock:
+        workers = list(_session.values())
+        _session.clear()
+    for worker in workers:
+        worker.close(timeout)
+
+
 def _end(process: subprocess.Popen, timeout: float) -> None:
     try:
         process.wait(timeout)
@@ -243,11 +275,13 @@ def train_one(run_dir: Path, rank: int, world: int, parent: Parent, number: int)
                 status_file.reserve(run_dir)
                 heartbeat = liveness.start_heartbeat(run_dir)
             machine_peak.record_or_await(run_dir, writes)
-            recorder = Recorder.open(run_dir, rank=rank, writes=writes)
+            # The same test faults as a launched run's (faults.py), from the worker's environment at its start
+            fault = os.environ.get("ORTNB_FAULT")
+            recorder = Recorder.open(run_dir, rank=rank, writes=writes, make_writer=worker.writer_for(fault))
             if writes:
                 liveness.record_process(run_dir, liveness.WRITER, os.getpid(), serves_in_turn=True)
                 recorder.writer.event("warm", pid=os.getpid(), run=number)  # no process start in its start-up
-            status = worker.run(run_dir, rank, world, recorder.writer, None, parent)
+            status = worker.run(run_dir, rank, world, recorder.writer, fault, parent)
         except BaseException as error:  # noqa: BLE001 - a failed run must not end a worker serving the next
             recorder.fail(error)
         finally:

@@ -361,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         # ``ortnb run`` follows its own run folder. Other ranks write nothing.
         writes = int(os.environ.get("LOCAL_RANK", "0")) == 0
         recorder = Recorder.open(run_dir, rank=rank, writes=writes,
-                                 make_writer=_faulty_writer(fault) if fault else MetricsWriter)
+                                 make_writer=writer_for(fault))
         machine_peak.record_or_await(run_dir, writes)
         run(run_dir, rank, world, recorder.writer, fault, orphan.SupervisorWatch(run_dir).start())
         leave_process_group()
@@ -373,7 +373,10 @@ def main(argv: list[str] | None = None) -> int:
         recorder.close()
 
 
-def _faulty_writer(fault: str):
+def writer_for(fault: str | None):
+    """The metrics writer a rank opens: a plain MetricsWriter, or one that fails as ORTNB_FAULT asks (faults.py)."""
+    if not fault:
+        return MetricsWriter
     from functools import partial
 
     from .faults import metrics_writer

@@ -41,6 +41,7 @@ class RunSummary(TypedDict, total=False):
     exports: int | None  # ONNX exports ORTModule made
     first_step_s: float | None  # from the start to the end of the first step
     startup_s: dict | None  # seconds per start-up phase
+    warm_run: int | None  # the run's number in a warm worker (1: the worker was started for it); None: started cold
     notes: list  # the run's notes, in words
     # evaluation (present when the run evaluated)
     eval_metric: str | None  # accuracy, f1, perplexity or loss

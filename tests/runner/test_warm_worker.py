@@ -150,3 +150,32 @@ def test_every_warm_worker_started_has_a_queue_of_its_own(tmp_path):
     # two searches on one runs folder each start a worker: one queue would hand a candidate to both
     assert queue_dir(tmp_path, 1) != queue_dir(tmp_path, 1)
     assert queue_dir(tmp_path, 2).parent == tmp_path and queue_dir(tmp_path, 2).name.startswith(".warm-x2-")
+
+
+@pytest.mark.slow
+def test_launch_warm_trains_in_the_sessions_worker_from_the_second_run_and_the_summary_says_how_each_started(
+        tmp_path):
+    from ortnb.runner import warm
+    from ortnb.ui import present
+
+    runs = tmp_path / "runs"
+    try:
+        first = ortnb.launch(tiny(tmp_path, output_dir=str(runs)), warm=True)
+        assert first.wait(180) == "completed", first.error
+        second = ortnb.launch(tiny(tmp_path, output_dir=str(runs), batch_size=4), warm=True)
+        assert second.wait(180) == "completed", second.error
+        worker = warm.session_worker(runs)
+        assert warm.session_worker(str(runs) + "/") is worker and worker.started == 1  # one per folder
+        pid = worker._servers[1].process.pid
+        assert {e["pid"] for r in (first, second) for e in liveness.read_processes(r.run_dir).values()} == {pid}
+        assert (first.summary()["warm_run"], second.summary()["warm_run"]) == (1, 2)
+        assert present.started_text(second.summary()["warm_run"]) == (
+            "warm: the session's worker, its run 2 (no interpreter start or imports)")
+        # A run the worker does not take starts cold, as launch() always started it.
+        cold = ortnb.launch(tiny(tmp_path, output_dir=str(runs)), warm=True, requests={"note.json": {}})
+        assert cold.wait(180) == "completed", cold.error
+        assert cold.summary()["warm_run"] is None and pid not in {
+            e["pid"] for e in liveness.read_processes(cold.run_dir).values()}
+    finally:
+        warm.close_session(30)
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
