@@ -34,15 +34,22 @@ def directory(given: str | os.PathLike | None) -> Path:
     return Path(given).expanduser() if given is not None else cache_root() / "tune"
 
 
-def key(base: RunConfig, grid: dict, budget_s: float) -> dict:
+def machine() -> dict:
+    """What names this machine in a key: CPU signature, GPU, torch and ONNX Runtime versions."""
     import torch
 
-    from .. import __version__, _imports
+    from .. import _imports
     from ..hardware import cpu_info
 
     return {"cpu": cpu_info().signature,
             "gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
-            "torch": torch.__version__, "onnxruntime": _imports.ort_version(), "ortnb": __version__,
+            "torch": torch.__version__, "onnxruntime": _imports.ort_version()}
+
+
+def key(base: RunConfig, grid: dict, budget_s: float) -> dict:
+    from .. import __version__
+
+    return {**machine(), "ortnb": __version__,
             "model": identify(base.model), "dataset": data_identity(base),
             "base": {name: getattr(base, name) for name in fields() if name not in NOT_MEASURED},
             "grid": grid, "budget_s": float(budget_s)}

@@ -21,6 +21,7 @@ from ..errors import ConfigError
 from ..runner import launch
 from ..runs import layout
 from ..runs.run import Run
+from ..tuning.defaults import choice_text
 from ..validation import validate
 from ..views.markup import tag
 from . import form, present
@@ -48,11 +49,22 @@ class Dashboard:
 
     def __init__(self, config: RunConfig | None = None, *, dataset=None, throttle: Throttle | None = None,
                  start: bool = True, clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], float] = time.time):
+                 wall_clock: Callable[[], float] = time.time, warm: bool = True):
         """``dataset``: the training data for the form (a path, or a datasets.Dataset in this kernel, which the
-        form names "in-memory Dataset (N rows)"); it replaces ``config``'s."""
-        if dataset is not None:
-            config = (config or RunConfig()).replace(dataset=dataset)
+        form names "in-memory Dataset (N rows)"); it replaces ``config``'s. Without ``config`` the form starts from
+        the engine and precision this machine trains fastest (tuning/defaults.py), said under the Engine row and on
+        the card. ``warm``: runs train in this session's warm worker where they can (``ortnb.launch(warm=True)``):
+        from the second run of a kind, no interpreter start or imports."""
+        self.engine_choice = None
+        if config is None:
+            from ..tuning.defaults import choose
+
+            base = RunConfig() if dataset is None else RunConfig(dataset=dataset)
+            self.engine_choice = choose(base.model, base.dataset)
+            config = base.replace(backend=self.engine_choice.backend, precision=self.engine_choice.precision)
+        elif dataset is not None:
+            config = config.replace(dataset=dataset)
+        self.warm = warm
         self.state = DashboardState()
         self.runs: dict[str, Run] = {}  # run id -> the Run it reads from; the state says what is shown
         self.chart = charts.LiveChart()
@@ -87,7 +99,7 @@ class Dashboard:
         from .panel import ConfigPanel
         from .tryit import TryIt
 
-        self.panel = ConfigPanel(config)
+        self.panel = ConfigPanel(config, engine_choice=self.engine_choice)
         self.panel.on_change(self._form_changed)
         self.columns = ColumnPicker(self.panel, on_change=self._form_changed)  # text/label columns from the header
         # width "auto", not 100%: accordions and tabs have margins, and 100% plus a margin scrolls sideways.
@@ -156,7 +168,7 @@ class Dashboard:
                 if not self.widgets and problems:
                     raise ConfigError([str(p) for p in problems])
                 return None
-            run = launch(config)
+            run = launch(config, warm=self.warm)
             self._track(run)
             if self.widgets:
                 self.settings.selected_index = None  # fold the form away: the charts are what matter now
@@ -174,7 +186,10 @@ class Dashboard:
         self.render()
 
     def _track(self, run: Run) -> None:
-        entry = self.state.start(str(run.run_dir), run.config, self.clock())
+        choice, config = self.engine_choice, run.config
+        kept = choice is not None and (config.backend, config.precision) == (choice.backend, choice.precision)
+        entry = self.state.start(str(run.run_dir), run.config, self.clock(),
+                                 engine_note=choice_text(choice) if kept else None)
         self.runs[entry.id] = run
         self.chart.add_run(entry.id, entry.label, entry.colour)
 

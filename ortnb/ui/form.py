@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from ..config import DEFAULT_STEPS, RunConfig, Schedule, Task
 from ..data import padding_plan
 from ..evaluation import METRIC_NAMES, default_metric, metrics_for
+from ..tuning.defaults import EngineChoice, choice_text
 from ..views.markup import Markup, join, tag
 from ..validation import CHOICE_FIELDS, Problem, run_task
 
@@ -324,6 +325,18 @@ def notes_html(notes: list[str]) -> Markup:
     if not notes:
         return Markup()
     return tag("div", "Before you run:", tag("ul", *(tag("li", humanize(n)) for n in notes)), class_="ortnb-form-notes")
+
+
+def choice_note_html(choice, config: RunConfig) -> Markup:
+    """Under the Engine row: why the form started from this machine's engine and precision (tuning/defaults.py);
+    once the user changes either, what the choice was, so that going back is one step."""
+    if choice is None:
+        return Markup()
+    if (config.backend, config.precision) == (choice.backend, choice.precision):
+        return tag("div", choice_text(choice), class_="ortnb-choice-note")
+    now = EngineChoice(config.backend, config.precision, "")
+    return tag("div", f"This machine's choice is {choice.label} ({choice.why.partition(': ')[2]}); the form now "
+                      f"runs {now.label}.", class_="ortnb-choice-note")
 
 
 # -- options this machine cannot run ----------------------------------------------------------

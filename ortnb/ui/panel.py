@@ -78,10 +78,14 @@ def _grid(w, rows: list):
 class ConfigPanel:
     """``panel.config`` is the RunConfig the form describes; ``panel.problems`` why it cannot run here."""
 
-    def __init__(self, config: RunConfig | None = None, in_memory: dict | None = None):
+    def __init__(self, config: RunConfig | None = None, in_memory: dict | None = None, engine_choice=None):
+        """``engine_choice``: the engine and precision chosen for this machine (tuning/defaults.EngineChoice), said
+        under the Engine row; None when the caller gave the settings."""
         import ipywidgets as w
 
         self._base = config or RunConfig()
+        self.engine_choice = engine_choice
+        self.choice_note = SafeHTML()
         self.in_memory = dict(in_memory or {})  # dataset label -> datasets.Dataset given to the Dashboard
         self._listeners: list[Callable[[], None]] = []
         self._setting = False
@@ -124,6 +128,8 @@ class ConfigPanel:
             parts.append(SafeHTML(tag("div", INLINE_HELP[name], class_="ortnb-inline-help")))
         line = w.HBox(parts, layout=w.Layout(align_items="center", width="100%"))
         below = [self.notes[name]] if name in self.notes else []
+        if name == "backend":
+            below.append(self.choice_note)
         below.append(self.field_problems[name])
         if name == "dataset":
             below.append(self.upload_note)
@@ -225,6 +231,7 @@ class ConfigPanel:
             shown.value = form.field_problem_html(by_control.get(name, []))
         self._moot_controls(config)
         self._metric_choices(config)
+        self.choice_note.value = form.choice_note_html(self.engine_choice, config)
         self.run_notes.value = form.notes_html(_safe_notes(config)) if not problems else Markup()
         self.flags.value = form.problems_html(problems)
 

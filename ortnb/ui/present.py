@@ -15,7 +15,7 @@ from ..runs.records import FIRST_STEP
 from ..tuning.space import AXES
 from ..views import comparison_table
 from ..views.markup import Markup, join, tag
-from ..views.numbers import format_duration, metric_text
+from ..views.numbers import format_duration, format_span, metric_text
 from ..views.numbers import number as _number
 from .form import humanize
 from .state import DashboardState, RunEntry
@@ -195,6 +195,7 @@ def summary_items(entry: RunEntry) -> list[tuple[str, str]]:
         ("wall time", format_duration((entry.ended_at or entry.started_at) - entry.started_at)),
         (FIRST_STEP, first_step_text(s.get("startup_s"), s.get("first_step_s"))),
         ("start-up", startup_text(s.get("startup_s"))),
+        ("started", started_text(s.get("warm_run"))),
         ("engine", s.get("engine") or "none (no step ran)"),
         ("run folder", str(s.get("run_dir") or entry.id)),
     ]
@@ -215,6 +216,16 @@ def startup_text(phases: dict | None) -> str:
         shown[FIRST_STEP] = first
     parts = " · ".join(f"{name} {seconds:.1f}" for name, seconds in shown.items())
     return f"{sum(phases.values()):.1f} s to the end of step 1: {parts}"
+
+
+def started_text(warm_run: int | None) -> str:
+    """How the run's processes started: cold (a new interpreter, torch and transformers imported), or in the
+    session's warm worker, where only its first run pays that (runner/warm.py)."""
+    if warm_run is None:
+        return "cold: new processes (interpreter started, torch and transformers imported)"
+    if warm_run == 1:
+        return "cold, in a new warm worker: the next run of this kind starts warm"
+    return f"warm: the session's worker, its run {warm_run} (no interpreter start or imports)"
 
 
 def first_step_text(phases: dict | None, first_step_s: float | None) -> str:
@@ -257,7 +268,7 @@ def quality_items(s: dict) -> list[tuple[str, str]]:
     if s.get("eval_evaluations") and s.get("eval_total_s") is not None:  # their time, apart from training's
         count = s["eval_evaluations"]
         items.append(("evaluating", f"{count} evaluation{'s' if count != 1 else ''} in "
-                                    f"{format_duration(s['eval_total_s'])}"))
+                                    f"{format_span(s['eval_total_s'])}"))
     return items
 
 
@@ -279,6 +290,8 @@ def card_notes(entry: RunEntry) -> list[str]:
     """What the run did that a user should know (a new head, the pad token, contention), in plain words."""
     s = entry.summary or {}
     notes = [humanize(n) for n in s.get("notes") or []]
+    if entry.engine_note:
+        notes.append(entry.engine_note)
     if s.get("contended"):
         share = s.get("contended_share")
         notes.append("measured while other processes used the CPU" + (f" ({share:.0%})" if share else "") +

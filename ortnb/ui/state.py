@@ -39,6 +39,7 @@ class RunEntry:
     error: str | None = None
     summary: dict | None = None
     ended_at: float | None = None
+    engine_note: str | None = None  # why its engine and precision, when they are this machine's choice
 
     @property
     def active(self) -> bool:
@@ -157,12 +158,13 @@ class DashboardState:
 
     # -- actions ------------------------------------------------------------------------------
 
-    def start(self, run_id: str, config: RunConfig, now: float) -> RunEntry:
+    def start(self, run_id: str, config: RunConfig, now: float, engine_note: str | None = None) -> RunEntry:
         """Record a run the controller has just launched. Refused while another run trains."""
         if self.busy:
             raise RuntimeError(self.why_run_is_disabled())
         label = unique_label(config.label, [e.label for e in self.runs.values()])
-        entry = RunEntry(run_id, config, label, PALETTE[self.started_count % len(PALETTE)], now)
+        entry = RunEntry(run_id, config, label, PALETTE[self.started_count % len(PALETTE)], now,
+                         engine_note=engine_note)
         self.started_count += 1
         self.runs[run_id] = entry
         self.message = None

@@ -16,6 +16,14 @@ def format_duration(seconds: float | None) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
+def format_span(seconds: float | None) -> str:
+    """A span that may be short: '0.4 s', '9.6 s' under ten seconds (where m:ss would read 0:00), else as
+    format_duration: '0:12', '1:02:03'."""
+    if seconds is not None and math.isfinite(seconds) and 0 <= seconds < 9.95:
+        return f"{seconds:.1f} s"
+    return format_duration(seconds)
+
+
 def number(value, digits: int = 3) -> str:
     """Plain numbers for people: 1,560 not 1.56e+03, and an en dash where there is no value."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):

@@ -50,8 +50,8 @@ def lab(tmp_path):
         f"                                       warmup_steps=2, output_dir={str(runs)!r}))\n"
         "dash",
         "print('another cell ran', 6 * 7)",
-        # the long run keeps the slowed steps it was launched with; Profile's runs after it train at full speed
-        # (Find fastest's warm worker never reads ORTNB_FAULT)
+        # the long run keeps the slowed steps of the session's warm worker (started with the kernel's environment);
+        # Profile's runs (processes of their own) and Find fastest's warm worker start after it: full speed
         "long_run = dash.run(dash.panel.config.replace(max_steps=2000))\nimport os\ndel os.environ['ORTNB_FAULT']",
         # someone else's run folder, every text in it a script (test_views_escape checks each view's HTML)
         f"shared = ortnb.Dashboard()\nshared.track(ortnb.attach({str(shared)!r}))\nshared",
@@ -162,14 +162,17 @@ def assert_card_shows_run(page, run) -> None:
     value, _, rest = card["best held-out accuracy"].partition(" at step ")
     assert float(value) == pytest.approx(best["accuracy"], abs=6e-4) and int(rest.split()[0]) == best["step"], card
     assert float(card["its held-out loss"]) == pytest.approx(best["eval_loss"], rel=6e-4, abs=6e-5), card
-    from ortnb.views.numbers import format_duration
+    from ortnb.views.numbers import format_span
 
     summary = run.summary()
     plural = "s" if len(evals) != 1 else ""
-    assert card["evaluating"] == f"{len(evals)} evaluation{plural} in {format_duration(summary['eval_total_s'])}", card
+    assert card["evaluating"] == f"{len(evals)} evaluation{plural} in {format_span(summary['eval_total_s'])}", card
     first = metrics.first_step_seconds(metrics.startup_phases(records))
     assert card["first step"].startswith(f"{first:.1f} s"), card
     assert f"first step {first:.1f}" in card["start-up"], card
+    from ortnb.ui.present import started_text
+
+    assert card["started"] == started_text(summary["warm_run"]), card  # cold, warm: as the run's stream says
 
 
 def show_tab(page, name: str) -> None:
@@ -248,6 +251,11 @@ def test_dashboard_in_jupyterlab(lab, artifacts):
                 expect(page.locator(".ortnb-summary")).to_contain_text("completed", timeout=240_000)
                 expect(page.locator(".ortnb-summary")).to_contain_text("onnxruntime")
                 expect(button(dashboard, "Run")).to_be_enabled()
+                if number == 2:  # the same kind again: the session's warm worker trained it, and the card says so
+                    second = newest_run(folder / "runs")
+                    assert second.summary()["warm_run"] == 2, second.summary()
+                    assert card_items(page)["started"] == ("warm: the session's worker, its run 2 (no interpreter "
+                                                           "start or imports)")
                 if number == 1:
                     expect(page.locator(".ortnb-summary")).to_contain_text("best held-out accuracy")
                     assert_page_shows_run(page, run, shots, "1b-live-completed", complete=True)
@@ -339,6 +347,10 @@ def test_dashboard_in_jupyterlab(lab, artifacts):
             run_cell(page, cells.nth(3))
             expect(page.locator(".ortnb-summary")).to_have_count(2, timeout=60_000)
             expect(page.locator(".ortnb-summary").nth(1)).to_contain_text("window.__ortnb_xss")
+            # ortnb.Dashboard() without settings: the form starts from this machine's engine and says why
+            from ortnb.tuning.defaults import choice_text, choose
+
+            expect(page.locator(".ortnb-choice-note")).to_have_text(choice_text(choose("minilm", "rotten_tomatoes")))
             page.wait_for_timeout(2000)
             made = page.evaluate("""() => ({ran: window.__ortnb_xss ?? null,
                 elements: document.querySelectorAll('img[src="x"], svg[onload], a[href^="javascript"]').length})""")

@@ -138,9 +138,48 @@ def widget_dashboard(monkeypatch):
     import ortnb
 
     clock = FakeClock()
-    dashboard = ortnb.Dashboard(throttle=Throttle(0.5, clock), start=False)
+    # ortnb's library defaults (ORT, fp32): Dashboard() alone starts from this machine's choice (test below)
+    dashboard = ortnb.Dashboard(ortnb.RunConfig(), throttle=Throttle(0.5, clock), start=False)
     yield dashboard, clock
     dashboard.close()
+
+
+def test_without_settings_the_form_starts_from_this_machines_choice_says_why_and_the_card_repeats_it(monkeypatch):
+    monkeypatch.setenv("ORTNB_WIDGETS", "1")
+    import ortnb
+    from ortnb.tuning import defaults
+    from ortnb.ui import dashboard as dashboard_module
+
+    choice = defaults.EngineChoice("eager", "bf16", "eager bf16: this CPU has bf16 units and ONNX Runtime's CPU "
+                                                    "provider has no bf16 MatMul")
+    monkeypatch.setattr(defaults, "choose", lambda model, dataset: choice)
+    dashboard = ortnb.Dashboard(throttle=Throttle(0.5, FakeClock()), start=False)
+    try:
+        assert (dashboard.panel.config.backend, dashboard.panel.config.precision) == ("eager", "bf16")
+        assert "Chosen for this machine: eager bf16: this CPU has bf16 units" in dashboard.panel.choice_note.value
+        launched = []
+
+        def fake_launch(config, warm):
+            launched.append(config)
+            run = FakeRun(list(STEPS))
+            run.config = config
+            return run
+
+        monkeypatch.setattr(dashboard_module, "launch", fake_launch)
+        run = dashboard.run()
+        assert (launched[0].backend, launched[0].precision) == ("eager", "bf16")
+        assert dashboard.state.runs[str(run.run_dir)].engine_note == defaults.choice_text(choice)
+        dashboard.panel.controls["backend"].value = "ort"  # one toggle: the note says what the choice was
+        dashboard.panel.controls["precision"].value = "no"
+        assert "This machine's choice is eager bf16" in dashboard.panel.choice_note.value
+        assert "the form now runs ORT fp32" in dashboard.panel.choice_note.value
+    finally:
+        dashboard.close()
+    given = ortnb.Dashboard(ortnb.RunConfig(), throttle=Throttle(0.5, FakeClock()), start=False)
+    try:  # settings given: nothing chosen, nothing said
+        assert given.engine_choice is None and given.panel.choice_note.value == ""
+    finally:
+        given.close()
 
 
 def test_dashboard_redraws_at_most_twice_a_second_in_batches(widget_dashboard):

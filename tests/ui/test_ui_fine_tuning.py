@@ -299,10 +299,11 @@ def test_run_brings_the_live_tab_forward_and_a_dataset_argument_fills_the_form(m
         assert board.panel.controls["dataset"].value == str(data) and board.panel.config.dataset == str(data)
         started = []
         monkeypatch.setattr(dashboard_module, "launch",
-                            lambda config: started.append(config) or FakeRun([], run_dir=str(tmp_path / "r")))
+                            lambda config, warm: started.append((config, warm)) or FakeRun([], run_dir=str(tmp_path / "r")))
         board.tabs.selected_index = 1
         assert board.run() is not None and board.tabs.selected_index == 0
-        assert started[0].dataset == str(data)
+        assert started[0][0].dataset == str(data)
+        assert started[0][1] is True  # the Dashboard's runs train in the session's warm worker where they can
     finally:
         board.close()
 

@@ -164,6 +164,11 @@ def test_progress_names_the_phase_then_counts_steps_with_an_eta():
 
 def test_durations():
     assert [present.format_duration(s) for s in (0, 7.4, 62, 3723, None)] == ["0:00", "0:07", "1:02", "1:02:03", "?"]
+    # a short span in seconds, where m:ss would read "0:00" (seen on the card: "5 evaluations in 0:00")
+    from ortnb.views.numbers import format_span
+
+    assert [format_span(s) for s in (0.43, 9.94, 9.96, 13.0, 3723, None)] == [
+        "0.4 s", "9.9 s", "0:10", "0:13", "1:02:03", "?"]
 
 
 def test_summary_card_has_what_a_user_asks_after_a_run():
@@ -174,9 +179,41 @@ def test_summary_card_has_what_a_user_asks_after_a_run():
     assert dict(present.summary_items(entry)) == {
         "final loss": "0.5123", "samples/s (median, p25–p75)": "12.3 (p25–p75: 11.9–12.9)",
         "tokens/s, real (padded)": "310 (480)", "MFU": "45.7%", "wall time": "0:10",
-        "first step": "7.8 s", "start-up": "–", "engine": "pytorch", "run folder": "/runs/x"}
+        "first step": "7.8 s", "start-up": "–",
+        "started": "cold: new processes (interpreter started, torch and transformers imported)",
+        "engine": "pytorch", "run folder": "/runs/x"}
     html = present.summary_card_html(entry)
     assert "eager + AdamW: completed" in html and "ortnb-summary" in html
+
+
+def test_the_card_says_how_a_run_started_and_why_its_engine_when_it_is_this_machines_choice():
+    assert present.started_text(1) == "cold, in a new warm worker: the next run of this kind starts warm"
+    assert present.started_text(3) == "warm: the session's worker, its run 3 (no interpreter start or imports)"
+    state = DashboardState()
+    state.start("/runs/a", EAGER, now=0.0, engine_note="Chosen for this machine: eager bf16: why. ORT is one toggle "
+                                                       "away (Engine).")
+    state.observe("/runs/a", status="completed", records=[step(1)], now=3.0,
+                  summary={**summary(12.0), "warm_run": 2})
+    entry = state.latest
+    assert dict(present.summary_items(entry))["started"] == (
+        "warm: the session's worker, its run 2 (no interpreter start or imports)")
+    assert present.card_notes(entry) == ["Chosen for this machine: eager bf16: why. ORT is one toggle away (Engine)."]
+    assert "Chosen for this machine: eager bf16: why." in present.summary_card_html(entry)
+
+
+def test_under_the_engine_row_the_form_says_why_and_what_the_choice_was_once_changed():
+    from ortnb.tuning.defaults import EngineChoice
+    from ortnb.ui import form
+
+    choice = EngineChoice("eager", "bf16", "eager bf16: this CPU has bf16 units and ONNX Runtime's CPU provider "
+                                           "has no bf16 MatMul")
+    kept = form.choice_note_html(choice, EAGER.replace(precision="bf16"))
+    assert "Chosen for this machine: eager bf16: this CPU has bf16 units" in kept
+    assert "ORT is one toggle away (Engine)." in kept
+    changed = form.choice_note_html(choice, EAGER.replace(backend="ort", precision="no"))
+    assert ("This machine's choice is eager bf16 (this CPU has bf16 units and ONNX Runtime's CPU provider "
+            "has no bf16 MatMul); the form now runs ORT fp32.") in changed
+    assert form.choice_note_html(None, EAGER) == ""
 
 
 def test_failed_run_card_and_status_carry_the_error():
