@@ -27,6 +27,8 @@ python benchmarks/beyond_text.py --steps 10 --warmup 3 --repeats 3 --out benchma
 python benchmarks/startup.py --repeats 5 --out benchmarks/results/startup.json
 # a run's first step: first launch, launched again, a warm worker's second run (about 3 minutes)
 python benchmarks/first_step.py --repeats 3 --out benchmarks/results/first-step.json
+# the session's warm worker (ortnb.launch(warm=True), the Dashboard's default) against a cold launch
+python benchmarks/warm_start.py --repeats 3 --out benchmarks/results/warm-start.json
 # on-device training against ORTModule and eager: 9 configurations x 3 fresh-process runs (about 11 minutes)
 python benchmarks/edge.py --steps 20 --warmup 5 --repeats 3 --out benchmarks/results/edge.json
 # the same artifacts training in headless Chromium (1 thread; isolated, threaded) next to the Python training API
