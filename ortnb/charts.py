@@ -18,8 +18,12 @@ PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#0
 SPEED_PANELS = [("samples_per_s", "samples/s", 1, 1), ("loss", "loss (train, and held-out dashed)", 1, 2),
                 ("peak_rss_mb", "peak memory per rank (MB)", 2, 1), ("mfu", "MFU (%)", 2, 2)]
 EVAL_PANEL = ("eval_metric", "held-out metric (evaluation while training)", 3, 1)
-PANELS = [*SPEED_PANELS, EVAL_PANEL]
-EVAL_AXES = ("x5", "y5")  # make_subplots numbers the wide panel's axes after the four of the grid
+# the rate each step trained at: where a schedule decays (warmup-stable-decay marks where and why)
+RATE_PANEL = ("learning_rate", "learning rate", 3, 2)
+PANELS = [*SPEED_PANELS, EVAL_PANEL, RATE_PANEL]
+STEP_PANELS = [*SPEED_PANELS, RATE_PANEL]  # drawn from step records
+EVAL_AXES = ("x5", "y5")  # make_subplots numbers the panels' axes row by row: the held-out panel's come fifth
+RATE_AXES = ("x6", "y6")
 EMPTY_HINT = "Press Run: throughput, loss, memory and MFU appear here as the run trains"
 EVAL_TITLES = {"accuracy": "held-out accuracy", "f1": "held-out macro-F1", "loss": "held-out loss",
                "perplexity": "held-out perplexity"}
@@ -37,7 +41,7 @@ def step_series(records: list[dict]) -> dict[str, tuple[list, list]]:
     """x/y lists per panel from step records; memory gets one series per rank (key peak_rss_mb:rankN)."""
     steps = [r for r in records if r.get("kind", "step") == "step"]
     series: dict[str, tuple[list, list]] = {}
-    for key, *_ in SPEED_PANELS:
+    for key, *_ in STEP_PANELS:
         if key == "peak_rss_mb":
             ranks = max((len(r.get(key) or []) for r in steps), default=0)
             for rank in range(ranks):
@@ -181,10 +185,30 @@ def target_label(target: float, metric: str | None) -> dict:
             "name": "target"}
 
 
+def schedule_decay(records: list[dict]) -> tuple[int, str] | None:
+    """(the first step trained at a decayed rate, why there) from a warmup-stable-decay run's latest ``schedule``
+    event (training/schedule.py), or None: another schedule, or none announced yet (pure)."""
+    found = [r for r in records if r.get("event") == "schedule" and isinstance(r.get("decay_step"), int)]
+    return (found[-1]["decay_step"], str(found[-1].get("reason") or "")) if found else None
+
+
+def decay_marks(decay_step: int, reason: str) -> tuple[dict, dict]:
+    """A dotted line on the learning-rate panel before the first decayed step, and its label."""
+    x_axis, y_axis = RATE_AXES
+    at = decay_step - 0.5
+    line = {"type": "line", "xref": x_axis, "yref": f"{y_axis} domain", "x0": at, "x1": at, "y0": 0, "y1": 1,
+            "line": {"color": "#555555", "dash": "dot", "width": 1}, "name": "decay"}
+    label = {"text": escape(f"decay from step {decay_step}: {reason}"), "xref": x_axis, "yref": f"{y_axis} domain",
+             "x": at, "y": 1.0, "xanchor": "right", "yanchor": "bottom", "showarrow": False,
+             "font": {"size": 10, "color": "#555555"}, "name": "decay"}
+    return line, label
+
+
 def live_layout(warmup_steps: int = 0, empty: bool = True, eval_hint: str | None = None,
-                target: float | None = None, metric: str | None = None, empty_hint: str = EMPTY_HINT) -> dict:
-    """Layout of the live grid: hint while empty, warm-up band, the held-out panel's note or target line, and
-    that panel's title (the run's metric)."""
+                target: float | None = None, metric: str | None = None, empty_hint: str = EMPTY_HINT,
+                decay: tuple[int, str] | None = None) -> dict:
+    """Layout of the live grid: hint while empty, warm-up band, the held-out panel's note or target line, that
+    panel's title (the run's metric), and where a warmup-stable-decay schedule began its decay (``decay``)."""
     annotations = [hint_annotation(empty_hint)] if empty else []
     if warmup_steps > 0 and not empty:
         annotations.append(warmup_label(warmup_steps))
@@ -194,6 +218,10 @@ def live_layout(warmup_steps: int = 0, empty: bool = True, eval_hint: str | None
     if target is not None:
         shapes.append(target_shape(target, metric))
         annotations.append(target_label(target, metric))
+    if decay is not None and not empty:
+        line, label = decay_marks(*decay)
+        shapes.append(line)
+        annotations.append(label)
     # Empty panels share one frame (steps 0-10, values 0-1) instead of plotly's own guesses, which differ panel
     # to panel; with data every axis fits its own (Clear must not leave old ranges behind).
     axes = {"x": {"range": [0, 10], "autorange": False}, "y": {"range": [0, 1], "autorange": False}} if empty else \
@@ -214,19 +242,20 @@ def eval_hint(config, records: list[dict]) -> str | None:
 
 
 def live_figure(widget: bool = False):
-    """Four panels in a 2x2 grid and the wide held-out panel, sharing the step axis; a FigureWidget when
+    """Speed, loss, memory and MFU in a 2x2 grid, the held-out metric and the learning rate under them, sharing the
+    step axis; a FigureWidget when
     ``widget`` (live updates)."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
     figure = make_subplots(rows=3, cols=2, vertical_spacing=0.11, horizontal_spacing=0.08,
-                           specs=[[{}, {}], [{}, {}], [{"colspan": 2}, None]],
                            subplot_titles=[title for _, title, _, _ in PANELS])
     figure.update_layout(height=760, autosize=True, template="plotly_white", margin={"l": 50, "r": 20, "t": 70, "b": 45},
                          legend={"orientation": "h", "x": 0, "y": 1.05, "yanchor": "bottom"}, showlegend=True,
                          font={"color": "#1a1a1a"})
     figure.update_xaxes(title_text="step", row=3)
     figure.update_xaxes(rangemode="tozero")
+    figure.update_yaxes(tickformat=".1e", row=3, col=2)  # 5.0e-5, not plotly's "50µ"
     for index, _ in enumerate(figure.layout.annotations):
         figure.layout.annotations[index].name = "title"
     titles = list(figure.layout.annotations)
@@ -243,15 +272,16 @@ def subplot_titles(figure) -> list:
 
 
 def retitled(titles: list, eval_title: str) -> list[dict]:
-    """The panel titles as new dicts, the wide panel's (the last one made) set to ``eval_title``.
+    """The panel titles as new dicts, the held-out panel's set to ``eval_title``.
 
     New dicts, never an edit of the figure's own annotation: inside a FigureWidget's batch_update, editing
     ``annotations[4].text`` and replacing ``annotations`` send one relayout holding both, and plotly.js refuses
     it whole ("cannot set annotations.4.text and a parent attribute simultaneously"): the page then kept its
     empty-state axes and hints for a whole run while the kernel's figure looked right."""
     plain = [title.to_plotly_json() for title in titles]
-    if plain:
-        plain[-1] = {**plain[-1], "text": eval_title}
+    held_out = PANELS.index(EVAL_PANEL)
+    if len(plain) > held_out:
+        plain[held_out] = {**plain[held_out], "text": eval_title}
     return plain
 
 
@@ -269,10 +299,11 @@ def apply_updates(figure, new: list[dict], changed: list[dict]) -> None:
 
 
 def set_live_layout(figure, warmup_steps: int, empty: bool, eval_hint: str | None = None,
-                    target: float | None = None, metric: str | None = None, empty_hint: str = EMPTY_HINT) -> None:
-    """Hint or warm-up band, the held-out panel's note, target and title, and autorange on every axis (Clear
-    must not leave old ranges behind)."""
-    extra = live_layout(warmup_steps, empty, eval_hint, target, metric, empty_hint)
+                    target: float | None = None, metric: str | None = None, empty_hint: str = EMPTY_HINT,
+                    decay: tuple[int, str] | None = None) -> None:
+    """Hint or warm-up band, the held-out panel's note, target and title, the schedule's decay, and autorange on
+    every axis (Clear must not leave old ranges behind)."""
+    extra = live_layout(warmup_steps, empty, eval_hint, target, metric, empty_hint, decay)
     figure.layout.annotations = retitled(subplot_titles(figure), extra["eval_title"]) + extra["annotations"]
     figure.layout.shapes = extra["shapes"]
     figure.update_xaxes(**extra["axes"]["x"])
@@ -373,7 +404,8 @@ def runs_figure(runs, warmup_steps: int | None = None):
     warmup = warmup_steps if warmup_steps is not None else max((r.config.warmup_steps for r in runs), default=0)
     last = runs[-1].config if runs else None
     set_live_layout(figure, warmup, empty=not figure.data, eval_hint=eval_hint(last, records),
-                    target=getattr(last, "target", None), metric=eval_metric_of(records))
+                    target=getattr(last, "target", None), metric=eval_metric_of(records),
+                    decay=schedule_decay(records))
     return figure
 
 

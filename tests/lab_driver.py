@@ -196,13 +196,20 @@ def live_view_problems(view: dict | None, records: list[dict], complete: bool, l
     evaluations = [r["step"] for r in records if r.get("event") == "eval"]
     mine = [t for t in view["traces"] if label is None or t["name"].startswith(f"{label} [")]
     by_axes = {(t["xaxis"], t["yaxis"]): t for t in mine if not t["name"].endswith(" rank1")}
-    speed, held_out = by_axes.get(("x", "y")), by_axes.get(("x5", "y5"))
-    for name, trace, wanted in (("samples/s", speed, steps), ("held-out", held_out, evaluations)):
+    speed, held_out, rate = by_axes.get(("x", "y")), by_axes.get(("x5", "y5")), by_axes.get(("x6", "y6"))
+    rated = [r["step"] for r in records if r.get("kind", "step") == "step" and r.get("learning_rate") is not None]
+    for name, trace, wanted in (("samples/s", speed, steps), ("held-out", held_out, evaluations),
+                                ("learning-rate", rate, rated)):
         drawn = trace["x"] if trace else []
         if complete and drawn != wanted:
             problems.append(f"{name} panel: drew steps {drawn}, the run recorded {wanted}")
         elif not complete and drawn != wanted[:len(drawn)]:
             problems.append(f"{name} panel: drew steps {drawn}, not the first of the recorded {wanted}")
+    recorded_rates = {r["step"]: r["learning_rate"] for r in records if r.get("kind", "step") == "step"
+                      and r.get("learning_rate") is not None}
+    for step, drawn in zip(rate["x"] if rate else [], rate["y"] if rate else []):
+        if step in recorded_rates and abs(drawn - recorded_rates[step]) > 1e-6 * abs(recorded_rates[step]):
+            problems.append(f"learning-rate panel: step {step} drawn at {drawn:g}, recorded {recorded_rates[step]:g}")
     if steps and not (speed and speed["x"]) and complete:
         problems.append("samples/s panel: no points although steps were recorded")
     for hints, trace in ((EMPTY_STATE_TEXTS, speed), (EMPTY_HELD_OUT_TEXTS, held_out)):

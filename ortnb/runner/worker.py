@@ -92,6 +92,8 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
     model, tokenizer, labels = _load_model(cfg, task, writer)
     if cfg.freeze_embeddings:
         freeze_word_embeddings(model)  # before Trainer builds the optimizer: it takes only what requires a gradient
+    if cfg.dropout is not None:
+        set_dropout(model, float(cfg.dropout))
     phase(records.TOKENIZING)
     prepared, padding, grouping = _tokenize(cfg, task, tokenizer, labels, world, writer)
     train, held_out = prepared.train, prepared.evaluation
@@ -102,7 +104,7 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
                            token_flops=flops.TokenFlops(model), peak_flops=peak, supervisor=supervisor)
     evaluator, scores, held_out = _evaluator(cfg, run_dir, writer, task, labels, prepared, interval)
     # the evaluator saves the best weights before RunCallback restarts the step clock
-    callbacks = ([callback] if evaluator is None else [evaluator, callback]) + _schedule(cfg, task, max_steps)
+    callbacks = ([callback] if evaluator is None else [evaluator, callback]) + _schedule(cfg, task, max_steps, writer)
     eval_batch = evaluation.eval_batch_size(cfg.batch_size, cfg.eval_batch_size, task)
     trainer = ORTTrainer(model=model, args=training_arguments(cfg, run_dir, world, grouping, max_steps, interval,
                                                               eval_batch),
@@ -135,14 +137,15 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
     return _finish(trainer, cfg, run_dir, writer, callback, evaluator, peak)
 
 
-def _schedule(cfg: RunConfig, task: str, max_steps: int) -> list:
+def _schedule(cfg: RunConfig, task: str, max_steps: int, writer=None) -> list:
     """The callback that gives a wsd run its rate (training/schedule.py); none for Trainer's linear decay."""
     if cfg.lr_schedule != "wsd":
         return []
     from ..training.schedule import WsdSchedule, decay_near_target
 
     metric = str(cfg.metric or evaluation.default_metric(task))
-    return [decay_near_target(WsdSchedule(max_steps), metric, cfg.target, rising=metric not in ("loss", "perplexity"))]
+    return [decay_near_target(WsdSchedule(max_steps), metric, cfg.target, rising=metric not in ("loss", "perplexity"),
+                              writer=writer)]
 
 
 def _tokenize(cfg: RunConfig, task: str, tokenizer, labels, world: int, writer):
@@ -183,6 +186,27 @@ def freeze_word_embeddings(model) -> None:
     """The input word embeddings left untrained (cfg.freeze_embeddings): no gradient, no optimizer state, no
     AdamW update and no all-reduce for them. A causal LM whose output head is tied to them keeps that fixed too."""
     model.get_input_embeddings().weight.requires_grad_(False)
+
+
+def set_dropout(model, probability: float) -> int:
+    """Every dropout of ``model`` at ``probability`` (cfg.dropout): its Dropout layers (BERT's attention reads its
+    layer's p too), the float attributes attention code reads instead (Llama's ``attention_dropout``) and the
+    config's fields, so that a saved or exported model says what it trained with. Returns how many were set."""
+    import torch
+
+    changed = 0
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p, changed = probability, changed + 1
+        for name in ("attention_dropout", "dropout_prob"):
+            if isinstance(getattr(module, name, None), float):
+                setattr(module, name, probability)
+                changed += 1
+    config = model.config
+    for name, value in list(vars(config).items()):
+        if isinstance(value, float) and ("dropout" in name or name.endswith("_pdrop")):
+            setattr(config, name, probability)
+    return changed
 
 
 def _fit(trainer, profiled: bool) -> None:

@@ -83,19 +83,30 @@ def install(lr_scheduler, schedule: WsdSchedule) -> None:
     inner.lr_lambdas = [schedule for _ in inner.lr_lambdas]
 
 
-def decay_near_target(schedule: WsdSchedule, metric: str, target: float | None, rising: bool = True):
+PLANNED = f"planned, the last {DECAY_SHARE:.0%} of the run"
+NEAR_TARGET = f"an evaluation within {NEAR:g} of the target"
+
+
+def decay_near_target(schedule: WsdSchedule, metric: str, target: float | None, rising: bool = True, writer=None):
     """A TrainerCallback that installs ``schedule`` when training begins and starts its decay at the first
-    evaluation near the target."""
+    evaluation near the target. ``writer`` (the run's stream) hears where the decay begins and why, as a
+    ``schedule`` event with ``decay_step``, the first step trained at a lower rate (LambdaLR's step s is the
+    rate of training step s + 1): the Live tab marks it on the learning-rate panel."""
     from transformers import TrainerCallback
+
+    def announce(reason: str) -> None:
+        if writer is not None:
+            writer.event("schedule", rule=schedule.rule(), decay_step=schedule.decay_from + 1, reason=reason)
 
     class DecayNearTarget(TrainerCallback):
         def on_train_begin(self, args, state, control, lr_scheduler=None, **kwargs):
             if lr_scheduler is not None:
                 install(lr_scheduler, schedule)
+                announce(PLANNED)
 
         def on_evaluate(self, args, state, control, metrics=None, **kwargs):
             value = (metrics or {}).get(f"eval_{metric}")
-            if near_target(value, target, rising):
-                schedule.start_decay(state.global_step)
+            if near_target(value, target, rising) and schedule.start_decay(state.global_step):
+                announce(NEAR_TARGET)
 
     return DecayNearTarget()

@@ -187,7 +187,9 @@ class Dashboard:
 
     def _track(self, run: Run) -> None:
         choice, config = self.engine_choice, run.config
-        kept = choice is not None and (config.backend, config.precision) == (choice.backend, choice.precision)
+        # an edge run's config has no engine or precision to keep
+        settings = (getattr(config, "backend", None), getattr(config, "precision", None))
+        kept = choice is not None and settings == (choice.backend, choice.precision)
         entry = self.state.start(str(run.run_dir), run.config, self.clock(),
                                  engine_note=choice_text(choice) if kept else None)
         self.runs[entry.id] = run
@@ -424,7 +426,8 @@ class Dashboard:
                 charts.set_live_layout(self.figure, latest.config.warmup_steps if latest else 0, empty,
                                        eval_hint=charts.eval_hint(latest.config if latest else None, records),
                                        target=getattr(latest.config, "target", None) if latest else None,  # an edge run has none
-                                       metric=charts.eval_metric_of(records), empty_hint=hint)
+                                       metric=charts.eval_metric_of(records), empty_hint=hint,
+                                       decay=charts.schedule_decay(records))
 
     def _render_comparison(self) -> None:
         rows = present.comparison_rows(self.state)

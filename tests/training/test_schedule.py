@@ -70,3 +70,51 @@ def test_a_wsd_run_records_the_rate_it_trained_with(tmp_path):
     rates = run.metrics["learning_rate"].tolist()
     # Trainer logs the rate a step used: 8 steps at the peak, then the decay over the last 2
     assert rates == pytest.approx([1e-4 * WsdSchedule(10)(step) for step in range(10)], rel=1e-6)
+    # The stream says where the decay began and why; the Live tab's learning-rate panel marks it there
+    from ortnb import charts
+
+    assert charts.schedule_decay(run.records()) == (9, "planned, the last 20% of the run")
+    assert rates[8] < rates[7] == 1e-4  # step 9 is the first at a lower rate
+
+
+def test_an_evaluation_near_the_target_announces_the_earlier_decay_on_the_stream():
+    from types import SimpleNamespace
+
+    heard = []
+    writer = SimpleNamespace(event=lambda name, **data: heard.append((name, data)))
+    plan = WsdSchedule(total=100)
+    callback = schedule.decay_near_target(plan, "accuracy", 0.80, writer=writer)
+    callback.on_evaluate(None, SimpleNamespace(global_step=30), None, metrics={"eval_accuracy": 0.70})
+    assert heard == []  # not near: nothing moves, nothing said
+    callback.on_evaluate(None, SimpleNamespace(global_step=40), None, metrics={"eval_accuracy": 0.79})
+    callback.on_evaluate(None, SimpleNamespace(global_step=50), None, metrics={"eval_accuracy": 0.81})  # once
+    assert heard == [("schedule", {"rule": plan.rule(), "decay_step": 41,
+                                   "reason": "an evaluation within 0.02 of the target"})]
+
+
+def test_the_live_grid_draws_the_rate_each_step_trained_at_and_marks_where_the_decay_began():
+    from ortnb import charts
+
+    records = [{"kind": "step", "step": n, "samples_per_s": 10.0, "loss": 1.0, "learning_rate": rate}
+               for n, rate in ((1, 1e-4), (2, 1e-4), (3, 5.5e-5))]
+    records.insert(0, {"kind": "event", "event": "schedule", "decay_step": 5, "reason": "planned, the last 20% "
+                                                                                         "of the run"})
+    records.append({"kind": "event", "event": "schedule", "decay_step": 3, "reason": "an evaluation within 0.02 "
+                                                                                     "of the target"})
+    assert charts.step_series(records)["learning_rate"] == ([1, 2, 3], [1e-4, 1e-4, 5.5e-5])
+    assert charts.schedule_decay(records) == (3, "an evaluation within 0.02 of the target")  # the latest
+    assert charts.schedule_decay(records[1:-1]) is None  # linear: no schedule event
+    layout = charts.live_layout(empty=False, decay=charts.schedule_decay(records))
+    [line] = [s for s in layout["shapes"] if s["name"] == "decay"]
+    [label] = [a for a in layout["annotations"] if a["name"] == "decay"]
+    assert (line["xref"], line["x0"], line["x1"]) == ("x6", 2.5, 2.5)
+    assert label["text"] == "decay from step 3: an evaluation within 0.02 of the target"
+    assert not [s for s in charts.live_layout(empty=True, decay=(3, "x"))["shapes"] if s["name"] == "decay"]
+    figure = charts.live_figure()
+    titles = [a.text for a in charts.subplot_titles(figure)]
+    assert titles[-1] == "learning rate" and figure.layout.yaxis6.tickformat == ".1e"
+    chart = charts.LiveChart()
+    chart.add_run("a", "eager + AdamW + WSD")
+    new, _ = chart.updates("a", records, "pytorch")
+    [rate] = [t for t in new if (t["row"], t["col"]) == (3, 2)]
+    assert rate["y"] == [1e-4, 1e-4, 5.5e-5]

@@ -35,12 +35,12 @@ def test_live_chart_adds_then_updates_traces_with_the_engine_in_the_legend():
     chart.add_run("b", "eager + AdamW")
     new, changed = chart.updates("a", STEPS[:1], None)
     assert [t["name"] for t in new if t["showlegend"]] == ["ort + AdamW [engine ?]"]
-    # the 2x2 grid and the held-out panel, empty until the first evaluation: plotly.js drops a panel without a
-    # trace, and an update naming its axes was then refused whole
-    assert {(t["row"], t["col"]) for t in new} == {(1, 1), (1, 2), (2, 1), (2, 2), (3, 1)} and changed == []
+    # the 2x2 grid, the held-out panel (empty until the first evaluation) and the learning rate: plotly.js drops a
+    # panel without a trace, and an update naming its axes was then refused whole
+    assert {(t["row"], t["col"]) for t in new} == {(1, 1), (1, 2), (2, 1), (2, 2), (3, 1), (3, 2)} and changed == []
     assert [(t["x"], t["name"]) for t in new if (t["row"], t["col"]) == (3, 1)] == [([], "ort + AdamW [engine ?] held-out")]
     new, changed = chart.updates("a", STEPS, "onnxruntime")
-    assert new == [] and len(changed) == 6
+    assert new == [] and len(changed) == 7
     assert changed[0] == {"index": 0, "x": [1, 2], "y": [10.0, 20.0], "name": "ort + AdamW [onnxruntime]",
                           "legendgroup": "a", "showlegend": True, "line": {"color": charts.PALETTE[0],
                                                                             "dash": "solid"}}
@@ -70,7 +70,7 @@ def test_warmup_band_on_every_panel_and_a_hint_while_empty():
     assert figure.layout.width is None and figure.layout.autosize is True  # follows its container
     xs = [figure.layout[name] for name in figure.layout if name.startswith("xaxis")]
     ys = [figure.layout[name] for name in figure.layout if name.startswith("yaxis")]
-    assert len(xs) == len(ys) == 5  # empty: every panel in one frame, not plotly's guess per panel
+    assert len(xs) == len(ys) == 6  # empty: every panel in one frame, not plotly's guess per panel
     assert {tuple(a.range) for a in xs} == {(0, 10)} and {tuple(a.range) for a in ys} == {(0, 1)}
     charts.set_live_layout(figure, 5, empty=False)
     assert all(figure.layout[n].autorange is True for n in figure.layout if n[1:5] == "axis")  # data: each fits
@@ -188,7 +188,7 @@ def test_dashboard_redraws_at_most_twice_a_second_in_batches(widget_dashboard):
     dashboard.track(run)
     clock.now += 0.5
     assert dashboard.refresh() is True
-    assert len(dashboard.figure.data) == 6 and list(dashboard.figure.data[0].y) == [10.0]
+    assert len(dashboard.figure.data) == 7 and list(dashboard.figure.data[0].y) == [10.0]
     assert dashboard.refresh() is False  # no news
     run._records = list(STEPS)
     assert dashboard.refresh() is False  # news, but within 0.5 s of the last redraw

@@ -153,7 +153,7 @@ def test_the_held_out_panel_says_why_it_is_empty_and_draws_the_target():
     assert layout["eval_title"] == "held-out accuracy (%)"
     figure = charts.live_figure()
     charts.set_live_layout(figure, 2, empty=False, target=0.83, metric="accuracy")
-    assert [a.text for a in charts.subplot_titles(figure)][-1] == "held-out accuracy (%)"
+    assert [a.text for a in charts.subplot_titles(figure)][4:] == ["held-out accuracy (%)", "learning rate"]
 
 
 def test_the_live_hint_follows_the_run():
