@@ -49,7 +49,7 @@ def check_comparable(configs: list[RunConfig]) -> None:
         raise ConfigError(problems)
 
 
-LABELLED = ("backend", "optim", "precision", "zero_stage", "num_processes", "freeze_embeddings")  # the label shows
+LABELLED = ("backend", "optim", "precision", "zero_stage", "num_processes", "freeze_embeddings", "dropout")  # the label shows
 
 
 def grid(base: RunConfig, choices: dict[str, list]) -> list[RunConfig]:

@@ -62,6 +62,8 @@ class RunConfig:
     """How the rate moves: linear (down from the peak over every planned step, Trainer's) or wsd (warmup-stable-decay: held at the peak, then down to a tenth of the peak over the last 20% of the steps, or from the first evaluation within 0.02 of the target)."""
     freeze_embeddings: bool = False
     """Leave the input word embeddings untrained (requires_grad off before the optimizer is built; a causal LM's output head tied to them stays too). Their AdamW update and zeroing are about 15% of a batch-16 step, and half the all-reduce with 2 processes; judge it by accuracy on held-out data."""
+    dropout: float | None = None
+    """Dropout probability for every dropout of the model (its layers, attention and classifier head); 0.0 turns it off, which a run shorter than an epoch may not need. None: the model's own. Judge it by accuracy on held-out data."""
     seed: int = 0
     """Seed for weights of new heads, data order and dropout."""
     warmup_steps: int = 5
@@ -128,6 +130,8 @@ class RunConfig:
             parts.append(f"ZeRO-{self.zero_stage}")
         if self.freeze_embeddings is True:
             parts.append("frozen embeddings")
+        if isinstance(self.dropout, (int, float)) and not isinstance(self.dropout, bool):
+            parts.append("no dropout" if self.dropout == 0 else f"dropout {self.dropout:g}")
         if self.lr_schedule == Schedule.WSD:
             parts.append("WSD")
         label = " + ".join(parts)

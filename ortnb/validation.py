@@ -149,6 +149,9 @@ def _check_numbers(cfg, caps, problems):
     need(_is_int(cfg.seed) and cfg.seed >= 0, "seed", f"must be a whole number >= 0, got {cfg.seed!r}.")
     need(isinstance(cfg.freeze_embeddings, bool), "freeze_embeddings",
          f"must be True or False, got {cfg.freeze_embeddings!r}.")
+    need(cfg.dropout is None or (isinstance(cfg.dropout, (int, float)) and not isinstance(cfg.dropout, bool)
+                                 and 0 <= cfg.dropout < 1), "dropout",
+         f"must be a probability from 0 (off) to below 1, or None for the model's own; got {cfg.dropout!r}.")
     _check_evaluation_numbers(cfg, problems)
     need(cfg.threads is None or (_is_int(cfg.threads) and cfg.threads >= 1), "threads",
          f"must be None or >= 1, got {cfg.threads!r}.")

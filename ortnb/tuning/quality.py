@@ -53,14 +53,15 @@ class Axis:
 
 def default_axes(base: RunConfig, bf16_native: bool, ort_available: bool) -> list[Axis]:
     """What a trial may choose on this machine: batch size, learning rate, precision where bf16 is native, the
-    engine where ONNX Runtime training imports, and frozen word embeddings."""
+    engine where ONNX Runtime training imports, frozen word embeddings and dropout (the model's own, or off: a
+    race shorter than an epoch may not need it)."""
     rate = float(base.learning_rate)
     axes = [Axis("batch_size", (8, 16, 32)), Axis("learning_rate", low=rate / 3, high=rate * 6)]
     if bf16_native:
         axes.append(Axis("precision", ("no", "bf16")))
     if ort_available:
         axes.append(Axis("backend", ("eager", "ort")))
-    return axes + [Axis("freeze_embeddings", (False, True))]
+    return axes + [Axis("freeze_embeddings", (False, True)), Axis("dropout", (None, 0.0))]
 
 
 def projected_s(elapsed_s: float, best: float | None, target: float, chance: float) -> float:

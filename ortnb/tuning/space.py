@@ -28,6 +28,9 @@ _NOT_AN_AXIS = {
     "freeze_embeddings": ("changes what is learned (the word embeddings stay as loaded), and a search that ranks by "
                           "samples/s alone would always pick it; set it in base=RunConfig(freeze_embeddings=True) and "
                           "judge it by held-out accuracy"),
+    "dropout": ("changes what is learned, and a search that ranks by samples/s alone would always turn it off; set "
+                "it in base=RunConfig(dropout=0.0) and judge it by held-out accuracy, or race it with "
+                "ortnb.tune_to_target"),
     "max_steps": "is set by tune() for its short measurement runs; the winner keeps base's max_steps",
     "warmup_steps": "is set by tune() for its short measurement runs; the winner keeps base's warmup_steps",
     "epochs": "is how long the winner trains, not how fast; set it in base=RunConfig(epochs=...)",

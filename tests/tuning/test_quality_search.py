@@ -139,9 +139,9 @@ def test_ortnb_tune_target_refuses_a_percentage(tmp_path, capsys):
 def test_the_axes_follow_what_this_machine_runs():
     names = lambda axes: [axis.name for axis in axes]  # noqa: E731
     assert names(quality.default_axes(BASE, bf16_native=False, ort_available=False)) == [
-        "batch_size", "learning_rate", "freeze_embeddings"]
+        "batch_size", "learning_rate", "freeze_embeddings", "dropout"]
     axes = quality.default_axes(BASE, bf16_native=True, ort_available=True)
-    assert names(axes) == ["batch_size", "learning_rate", "precision", "backend", "freeze_embeddings"]
+    assert names(axes) == ["batch_size", "learning_rate", "precision", "backend", "freeze_embeddings", "dropout"]
     rate = axes[1]
     assert (rate.low, rate.high) == pytest.approx((5e-5 / 3, 3e-4))  # around the base's rate, log-uniform
 
