@@ -51,8 +51,9 @@ def main() -> int:
     order = evaluation.length_order([len(ids) for ids in held_out["input_ids"]])
     rows = held_out.select(order)
     collator = data.collator(tokenizer, "longest")
-    batches = [collator([{k: rows[j][k] for k in ("input_ids", "attention_mask")}
-                         for j in range(start, min(start + 64, len(rows)))]) for start in range(0, len(rows), 64)]
+    fields = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in rows.column_names]
+    batches = [collator([{k: rows[j][k] for k in fields} for j in range(start, min(start + 64, len(rows)))])
+               for start in range(0, len(rows), 64)]
     folder = Path(tempfile.mkdtemp(prefix="ortnb-eval-engine-"))
 
     def session():

@@ -52,16 +52,43 @@ class Axis:
 
 
 def default_axes(base: RunConfig, bf16_native: bool, ort_available: bool) -> list[Axis]:
-    """What a trial may choose on this machine: batch size, learning rate, precision where bf16 is native, the
-    engine where ONNX Runtime training imports, frozen word embeddings and dropout (the model's own, or off: a
-    race shorter than an epoch may not need it)."""
+    """What a trial may choose on this machine: batch size, learning rate, the engine and precision together
+    (``engine``: only the pairs this machine runs: bf16 where the CPU has bf16 units, ORT where ONNX Runtime training
+    imports, never ORT in bf16 without CUDA), frozen word embeddings and dropout (the model's own, or off: a race
+    shorter than an epoch may not need it)."""
     rate = float(base.learning_rate)
     axes = [Axis("batch_size", (8, 16, 32)), Axis("learning_rate", low=rate / 3, high=rate * 6)]
-    if bf16_native:
-        axes.append(Axis("precision", ("no", "bf16")))
-    if ort_available:
-        axes.append(Axis("backend", ("eager", "ort")))
+    engines = engine_choices(base, bf16_native, ort_available)
+    if len(engines) > 1:
+        axes.append(Axis(ENGINE, engines))
     return axes + [Axis("freeze_embeddings", (False, True)), Axis("dropout", (None, 0.0))]
+
+
+ENGINE = "engine"  # one axis for backend and precision: separately a trial could pick a pair no run can take
+
+
+def engine_choices(base: RunConfig, bf16_native: bool, ort_available: bool) -> tuple[str, ...]:
+    """'eager no', 'eager bf16', 'ort no' ...: the engine and precision pairs this machine runs for ``base``."""
+    from ..validation import validate
+
+    backends = ("eager", "ort") if ort_available else (str(base.backend),)
+    precisions = ("no", "bf16") if bf16_native else (str(base.precision),)
+    runnable = []
+    for backend in backends:
+        for precision in precisions:
+            refused = [p for p in validate(base.replace(backend=backend, precision=precision))
+                       if p.field in ("backend", "precision")]
+            if not refused:
+                runnable.append(f"{backend} {precision}")
+    return tuple(runnable)
+
+
+def expand(params: dict) -> dict:
+    """A trial's parameters as RunConfig fields: ``engine`` 'ort no' becomes backend='ort', precision='no'."""
+    settings = {name: value for name, value in params.items() if name != ENGINE}
+    if ENGINE in params:
+        settings["backend"], settings["precision"] = str(params[ENGINE]).split(" ", 1)
+    return settings
 
 
 def projected_s(elapsed_s: float, best: float | None, target: float, chance: float) -> float:
@@ -120,13 +147,13 @@ class QualityResult:
         if not done:
             return None
         top = min(done, key=lambda t: t.value)
-        return {**top.params, "seconds_to_target": top.value, "trial": top.number}
+        return {**expand(top.params), "seconds_to_target": top.value, "trial": top.number}
 
     def table(self):
         """One row per trial: its settings, state (complete, pruned, failed), seconds (or projection), reached."""
         import pandas as pd
 
-        rows = [{"trial": t.number, **t.params, "state": t.state.name.lower(), "seconds": t.value,
+        rows = [{"trial": t.number, **expand(t.params), "state": t.state.name.lower(), "seconds": t.value,
                  "reached": bool(t.user_attrs.get("reached")), "engine": t.user_attrs.get("engine")}
                 for t in self.study.trials]
         return pd.DataFrame(rows).sort_values("seconds", na_position="last").reset_index(drop=True)
@@ -210,7 +237,7 @@ class _Race:
     started: int = 0
 
     def objective(self, trial) -> float:
-        settings = {axis.name: axis.suggest(trial) for axis in self.axes}
+        settings = expand({axis.name: axis.suggest(trial) for axis in self.axes})
         config = trial_config(self.base, settings, self.target, self.max_samples, self.folder, trial.number)
         self.started += 1
         self.on_progress({"trial": self.started, "of": self.trials, "label": config.label, "best": self._best()})

@@ -141,7 +141,16 @@ def test_the_axes_follow_what_this_machine_runs():
     assert names(quality.default_axes(BASE, bf16_native=False, ort_available=False)) == [
         "batch_size", "learning_rate", "freeze_embeddings", "dropout"]
     axes = quality.default_axes(BASE, bf16_native=True, ort_available=True)
-    assert names(axes) == ["batch_size", "learning_rate", "precision", "backend", "freeze_embeddings", "dropout"]
+    assert names(axes) == ["batch_size", "learning_rate", "engine", "freeze_embeddings", "dropout"]
+    # engine and precision are one axis of the pairs a run can take: separately a trial drew ORT in bf16 on a CPU,
+    # a run validation refuses, and the whole race ended on its ConfigError
+    from ortnb.hardware import capabilities
+
+    expected = ("eager no", "eager bf16", "ort no") + (("ort bf16",) if capabilities().cuda else ())
+    assert axes[2].choices == expected
+    assert quality.expand({"engine": "ort no", "batch_size": 8}) == {"batch_size": 8, "backend": "ort",
+                                                                     "precision": "no"}
+    assert quality.expand({"precision": "bf16"}) == {"precision": "bf16"}  # a study from before: as it was
     rate = axes[1]
     assert (rate.low, rate.high) == pytest.approx((5e-5 / 3, 3e-4))  # around the base's rate, log-uniform
 

@@ -6,6 +6,7 @@ target, and the study's optimisation history is drawn beside it."""
 from __future__ import annotations
 
 from ...config import RunConfig
+from ...tuning.quality import expand
 from .. import present
 from .search import SearchJob
 
@@ -53,7 +54,7 @@ def race_rows(result, base: RunConfig) -> list[dict]:
                   "failed" if trial.state.name == "FAIL" else "not reached")
         reason = {"pruned": "fell behind the others at an evaluation", "not reached": "its sample cap came first",
                   "failed": "the run failed"}.get(status)
-        rows.append({"label": base.replace(**trial.params, name=None).label, "status": status,
+        rows.append({"label": base.replace(**expand(trial.params), name=None).label, "status": status,
                      "seconds_to_target": trial.value if reached else None, "engine": trial.user_attrs.get("engine"),
                      "reason": reason, "trial": trial.number})
     ranked = sorted((r for r in rows if r["status"] == "reached"), key=lambda r: r["seconds_to_target"])
