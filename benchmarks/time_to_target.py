@@ -329,7 +329,11 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 shown = f"did not reach {options.target} in {options.max_samples} samples ({result['wall_s']:.0f} s)"
             print(f"{name:>8} [{repeat + 1}/{options.repeats}]: {shown}", flush=True)
+            options.out.parent.mkdir(parents=True, exist_ok=True)  # kept after each run: a cut-short record stays
+            options.out.write_text(json.dumps({**record, "summary": summarize(record["runs"], variants),
+                                               "complete": False}, indent=2))
     record["summary"] = summarize(record["runs"], variants)
+    record["complete"] = True
     options.out.parent.mkdir(parents=True, exist_ok=True)
     options.out.write_text(json.dumps(record, indent=2))
     print(json.dumps(record["summary"], indent=2))
