@@ -189,10 +189,11 @@ def search(base: RunConfig, target: float, *, trials: int = 12, max_samples: int
         raise MissingDependencyError("tune_to_target runs an Optuna study: pip install 'ortnb[search]' "
                                      "(or pip install optuna)") from None
     folder = Path(runs_dir) if runs_dir is not None else Path(base.output_dir) / "quality-search"
-    _check(base, target, trials, max_samples, folder)
-    chance = chance if chance is not None else 0.5
+    axes = axes if axes is not None else _machine_axes(base)
     url = storage_url(storage)
-    race = _Race(optuna, base, target, max_samples, folder, axes if axes is not None else _machine_axes(base),
+    _check(base, target, trials, max_samples, folder, axes, url)
+    chance = chance if chance is not None else 0.5
+    race = _Race(optuna, base, target, max_samples, folder, axes,
                  train or _train_for_real(chance, target, stop), on_progress or (lambda event: None), stop, trials)
     quiet = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.WARNING)  # a line per trial is the table's job
@@ -209,14 +210,46 @@ def search(base: RunConfig, target: float, *, trials: int = 12, max_samples: int
     return QualityResult(study, url, target)
 
 
-def _check(base: RunConfig, target: float, trials: int, max_samples: int, folder: Path) -> None:
-    problems = _problems(base, target, trials, max_samples)
+def _check(base: RunConfig, target: float, trials: int, max_samples: int, folder: Path, axes: list | None = None,
+           url: str | None = None) -> None:
+    problems = _problems(base, target, trials, max_samples) + _space_problems(axes or []) + _storage_problems(url)
     if not problems:  # the base as a trial runs it: a model or data that cannot run is named before any trial
         from ..validation import validate
 
         problems = [str(p) for p in validate(trial_config(base, {}, target, max_samples, folder, 0))]
     if problems:
         raise ConfigError(problems)
+
+
+def _space_problems(axes: list) -> list[str]:
+    """A race needs something to choose: a search space with one value on every axis is refused."""
+    if axes and all(len(axis.choices) == 1 for axis in axes):
+        return [f"axes: every axis has one value ({', '.join(f'{a.name}={a.choices[0]!r}' for a in axes)}), so every "
+                "trial would run the same configuration; give an axis two values or more, or a range, or launch that "
+                "one run with ortnb.launch"]
+    return []
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _storage_problems(url: str | None) -> list[str]:
+    """A study file that is not an SQLite database (cut short, overwritten) is named before any trial, with the
+    way out, instead of a database error from deep inside Optuna."""
+    if not url or not url.startswith("sqlite:///"):
+        return []
+    path = Path(url[len("sqlite:///"):])
+    if not path.exists() or path.stat().st_size == 0:
+        return []
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+    except OSError as error:
+        return [f"storage: the study file {path} cannot be read ({error.strerror}); pass storage= another file"]
+    if header != SQLITE_HEADER:
+        return [f"storage: {path} is not an SQLite database (damaged, or another kind of file); move it aside to "
+                "start the studies in it afresh, or pass storage= another file"]
+    return []
 
 
 @dataclass
