@@ -243,20 +243,30 @@ def raced_winner(options) -> tuple[Path, dict]:
                   "race_s": elapsed, "race_seconds_to_target": best["seconds_to_target"]}
 
 
+def stolen_s() -> float:
+    """CPU seconds the hypervisor gave other guests (/proc/stat's steal, all cores): a slower host shows here, not in
+    the load average."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return float("nan")
+
+
 def run_child(name: str, options) -> dict:
     argv = [sys.executable, __file__, "--child", name, "--target", str(options.target), "--lr", str(options.lr),
             "--batch", str(options.batch), "--eval-every", str(options.eval_every), "--max-samples",
             str(options.max_samples), "--work", options.work, "--winner", str(options.winner or ""),
             "--raced", str(options.raced or "")]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    load = os.getloadavg()[0]
+    load, stolen = os.getloadavg()[0], stolen_s()
     started = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    host = {"load_1min_before": load, "process_s": time.perf_counter() - started,
+            "cpu_stolen_s": round(stolen_s() - stolen, 2)}
     if done.returncode:
-        return {"status": "failed", "stderr_tail": done.stderr[-3000:], "process_s": time.perf_counter() - started,
-                "load_1min_before": load}
-    return {"status": "ok", **json.loads(done.stdout.strip().splitlines()[-1]), "load_1min_before": load,
-            "process_s": time.perf_counter() - started}
+        return {"status": "failed", "stderr_tail": done.stderr[-3000:], **host}
+    return {"status": "ok", **json.loads(done.stdout.strip().splitlines()[-1]), **host}
 
 
 def summarize(runs: list[dict], variants: list[str]) -> dict:
