@@ -20,7 +20,7 @@ cp "$runs/profile/profile.json" benchmarks/results/profile-minilm.json
 python benchmarks/tune_check.py --out benchmarks/results/tune-check.json
 python benchmarks/time_to_accuracy.py --out benchmarks/results/time-to-accuracy.json
 # until accuracy 0.80, four ways, three alternated repeats (about 40 minutes)
-python benchmarks/time_to_target.py --target 0.80 --repeats 3 --out benchmarks/results/time-to-target.json
+python benchmarks/time_to_target.py --target 0.80 --repeats 3 --out benchmarks/results/time-to-target-v3.json
 # ORT vs eager beyond text: a DDPM UNet (32x32 digits), a ViT and Whisper tiny configs in hand-written loops (about 3 minutes).
 python benchmarks/beyond_text.py --steps 10 --warmup 3 --repeats 3 --out benchmarks/results/beyond-text.json
 # the data phase tokenized vs read from the tokenized-data cache, fresh processes (about 1 minute)
