@@ -83,6 +83,21 @@ def engine_choices(base: RunConfig, bf16_native: bool, ort_available: bool) -> t
     return tuple(runnable)
 
 
+def own_settings(base: RunConfig, axes: list) -> dict:
+    """The base's own value on each axis that holds it (its engine and precision as one ``engine`` value): the first
+    trial of a new study."""
+    values = {axis.name: getattr(base, axis.name, None) for axis in axes}
+    values[ENGINE] = f"{base.backend} {base.precision}"
+    own = {}
+    for axis in axes:
+        value = values[axis.name]
+        if axis.choices and value in axis.choices:
+            own[axis.name] = value
+        elif not axis.choices and isinstance(value, (int, float)) and axis.low <= value <= axis.high:
+            own[axis.name] = float(value)
+    return own
+
+
 def expand(params: dict) -> dict:
     """A trial's parameters as RunConfig fields: ``engine`` 'ort no' becomes backend='ort', precision='no'."""
     settings = {name: value for name, value in params.items() if name != ENGINE}
@@ -202,6 +217,8 @@ def search(base: RunConfig, target: float, *, trials: int = 12, max_samples: int
                                     load_if_exists=True, sampler=optuna.samplers.TPESampler(seed=seed),
                                     pruner=optuna.pruners.SuccessiveHalvingPruner(min_resource=1, reduction_factor=3))
         race.study = study
+        if not study.trials:  # a new study races the user's own settings first: it can then only improve on them
+            study.enqueue_trial(own_settings(base, axes), skip_if_exists=True)
         study.optimize(race.objective, n_trials=trials, timeout=timeout_s, catch=(RuntimeError,))
     except Stopped:
         pass

@@ -107,6 +107,21 @@ def test_a_space_with_one_value_per_axis_and_a_damaged_study_file_are_refused_be
     assert damaged.read_bytes().endswith(b"half a database")  # nothing of the user's overwritten
 
 
+def test_a_new_study_races_the_users_own_settings_first(tmp_path):
+    seen = []
+
+    def train(config, report):
+        seen.append((config.batch_size, config.learning_rate, config.backend, config.precision))
+        return 10.0, True, "pytorch"
+
+    axes = [quality.Axis("batch_size", (8, 16, 32)), quality.Axis("learning_rate", low=1e-5, high=2e-4),
+            quality.Axis("engine", ("eager no", "eager bf16"))]
+    quality.search(BASE.replace(precision="bf16"), 0.8, trials=2, storage=tmp_path / "s.db", runs_dir=tmp_path,
+                   axes=axes, train=train)
+    assert seen[0] == (16, 5e-5, "eager", "bf16")  # BASE's own batch, rate, engine and precision
+    assert quality.own_settings(BASE.replace(learning_rate=1.0), axes) == {"batch_size": 16, "engine": "eager no"}
+
+
 def test_a_falling_metric_is_refused():
     with pytest.raises(ConfigError, match="metric='loss'"):
         quality.search(BASE.replace(metric="loss"), 0.8, train=lambda c, r: 1 / 0)
