@@ -3,7 +3,6 @@ checked on the label, by validation, on real models, and as an axis of the race 
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 from ortnb.config import RunConfig
