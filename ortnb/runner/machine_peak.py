@@ -9,12 +9,12 @@ first measurement has the CPU to itself. It used to be the supervisor's job, whi
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from .. import files
 from ..config import RunConfig
 from ..runs import layout
+from ..runs.run import wait_for
 
 WAIT_S = 120.0  # how long a rank that does not write waits for the writing rank's record
 POLL_S = 0.1
@@ -35,9 +35,5 @@ def record_or_await(run_dir: Path, writes: bool, timeout: float = WAIT_S) -> Non
     if writes:
         record(RunConfig.from_json(Path(run_dir) / layout.CONFIG), Path(run_dir))
         return
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the writing rank did not record the machine's peak ({layout.PEAK}) in "
-                               f"{timeout:.0f} s")
-        time.sleep(POLL_S)
+    if not wait_for(path.exists, timeout, interval=POLL_S):
+        raise RuntimeError(f"the writing rank did not record the machine's peak ({layout.PEAK}) in {timeout:.0f} s")

@@ -28,11 +28,16 @@ class EngineChoice:
 
     @property
     def label(self) -> str:
-        return f"{'ORT' if self.backend == Backend.ORT else self.backend} {precision_word(self.precision)}"
+        return engine_label(self.backend, self.precision)
+
+    def kept_by(self, config) -> bool:
+        """Whether ``config`` trains with this engine and precision (an edge run's config has neither)."""
+        return (getattr(config, "backend", None), getattr(config, "precision", None)) == (self.backend, self.precision)
 
 
-def precision_word(precision: str) -> str:
-    return "fp32" if precision == Precision.NO else str(precision)
+def engine_label(backend: str, precision: str) -> str:
+    """'ORT fp32', 'eager bf16': an engine and precision as the form's notes name them."""
+    return f"{'ORT' if backend == Backend.ORT else backend} {'fp32' if precision == Precision.NO else precision}"
 
 
 def by_rule(cuda: bool, bf16_cpu_native: bool, ort_cuda: bool, gpu_bf16: bool = False) -> EngineChoice:
@@ -63,8 +68,7 @@ def from_search(entry: dict) -> EngineChoice | None:
     measured = sum(1 for c in entry.get("candidates") or [] if c.get("runs"))
     day = str(entry.get("created") or "")[:10]
     when = f" of {day}" if day else ""
-    return EngineChoice(backend, precision, f"{'ORT' if backend == Backend.ORT else backend} "
-                                            f"{precision_word(precision)}: the fastest in this machine's search"
+    return EngineChoice(backend, precision, f"{engine_label(backend, precision)}: the fastest in this machine's search"
                                             f"{when} for this model and data ({measured} configurations measured)")
 
 

@@ -79,15 +79,20 @@ def engine_choices(base: RunConfig, bf16_native: bool, ort_available: bool) -> t
             refused = [p for p in validate(base.replace(backend=backend, precision=precision))
                        if p.field in ("backend", "precision")]
             if not refused:
-                runnable.append(f"{backend} {precision}")
+                runnable.append(engine_value(backend, precision))
     return tuple(runnable)
+
+
+def engine_value(backend: str, precision: str) -> str:
+    """The ``engine`` axis's value for a pair, 'ort no' (expand reads it back)."""
+    return f"{backend} {precision}"
 
 
 def own_settings(base: RunConfig, axes: list) -> dict:
     """The base's own value on each axis that holds it (its engine and precision as one ``engine`` value): the first
     trial of a new study."""
     values = {axis.name: getattr(base, axis.name, None) for axis in axes}
-    values[ENGINE] = f"{base.backend} {base.precision}"
+    values[ENGINE] = engine_value(base.backend, base.precision)
     own = {}
     for axis in axes:
         value = values[axis.name]

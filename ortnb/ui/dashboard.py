@@ -186,10 +186,8 @@ class Dashboard:
         self.render()
 
     def _track(self, run: Run) -> None:
-        choice, config = self.engine_choice, run.config
-        # an edge run's config has no engine or precision to keep
-        settings = (getattr(config, "backend", None), getattr(config, "precision", None))
-        kept = choice is not None and settings == (choice.backend, choice.precision)
+        choice = self.engine_choice
+        kept = choice is not None and choice.kept_by(run.config)
         entry = self.state.start(str(run.run_dir), run.config, self.clock(),
                                  engine_note=choice_text(choice) if kept else None)
         self.runs[entry.id] = run

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ..config import DEFAULT_STEPS, RunConfig, Schedule, Task
 from ..data import padding_plan
 from ..evaluation import METRIC_NAMES, default_metric, metrics_for
-from ..tuning.defaults import EngineChoice, choice_text
+from ..tuning.defaults import choice_text, engine_label
 from ..views.markup import Markup, join, tag
 from ..validation import CHOICE_FIELDS, Problem, run_task
 
@@ -332,11 +332,10 @@ def choice_note_html(choice, config: RunConfig) -> Markup:
     once the user changes either, what the choice was, so that going back is one step."""
     if choice is None:
         return Markup()
-    if (config.backend, config.precision) == (choice.backend, choice.precision):
+    if choice.kept_by(config):
         return tag("div", choice_text(choice), class_="ortnb-choice-note")
-    now = EngineChoice(config.backend, config.precision, "")
     return tag("div", f"This machine's choice is {choice.label} ({choice.why.partition(': ')[2]}); the form now "
-                      f"runs {now.label}.", class_="ortnb-choice-note")
+                      f"runs {engine_label(config.backend, config.precision)}.", class_="ortnb-choice-note")
 
 
 # -- options this machine cannot run ----------------------------------------------------------
