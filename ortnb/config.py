@@ -78,6 +78,8 @@ class RunConfig:
     """Most held-out rows evaluated each time (None: all of them); fewer make each evaluation quicker and noisier."""
     eval_batch_size: int | None = None
     """Held-out rows per evaluation batch on each process; None: 4 x batch_size, at most 128 (never below batch_size), for classification, and batch_size for a causal LM (its logits over the vocabulary fill memory). Evaluation keeps no activations for a backward, so a larger batch fits; the rows are evaluated sorted by length, so a batch pads little."""
+    eval_screen: int | None = None
+    """With a target: held-out rows (a fixed random subset) scored between full evaluations, four times as often, so the whole split is evaluated when the screen comes within 0.02 of the target rather than only every eval_every steps; the target is declared on the whole split only. None: 200 rows when the split holds 800 or more; 0: no screen."""
     eval_every: int | None = None
     """Optimizer steps between evaluations; None: five evaluations spread over the run. The run is also evaluated after its last step, and before its first unless a target is set (untrained weights reach no target)."""
     metric: Metric | None = None

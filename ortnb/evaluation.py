@@ -59,6 +59,60 @@ def eval_batch_size(batch_size: int, asked: int | None, task: str) -> int:
     return max(batch_size, min(EVAL_BATCH_FACTOR * batch_size, EVAL_BATCH_CAP))
 
 
+SCREEN_ROWS = 200  # eval_screen=None with a target: this many held-out rows screened between full evaluations
+SCREEN_SHARE = 4  # the screen runs this many times as often as the full split; None screens only splits this many
+# times its size (a smaller split costs little whole)
+NEAR = 0.02  # within this of the target (in the metric's units): a screen asks for the full split, and a WSD run
+# starts its decay (training/schedule.py)
+
+
+def screen_size(held_out: int, asked: int | None, target: float | None) -> int:
+    """Rows of the held-out split screened between full evaluations (0: no screen). Only a run with a target
+    screens: the screen decides when the full split is worth evaluating, and nothing else. ``asked`` None: SCREEN_ROWS
+    when the split holds at least SCREEN_SHARE times as many; 0: none; a screen as large as the split is none."""
+    if target is None or asked == 0:
+        return 0
+    if asked is None:
+        return SCREEN_ROWS if held_out >= SCREEN_SHARE * SCREEN_ROWS else 0
+    return int(asked) if int(asked) < held_out else 0
+
+
+def screen_interval(interval: int) -> int:
+    """Steps between screens: SCREEN_SHARE screens per full-evaluation interval."""
+    return max(1, interval // SCREEN_SHARE)
+
+
+def screen_rows(held_out: int, size: int, seed: int = 0) -> np.ndarray:
+    """Which rows the screen takes: ``size`` of ``held_out`` drawn at random (seeded), in row order: the same rows
+    at every screen, so two screens differ only by the weights, and not the first rows of a file, which may be
+    sorted by class or length."""
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(held_out, size=size, replace=False))
+
+
+def near(metric: str, value: float | None, target: float | None, margin: float = NEAR) -> bool:
+    """Whether ``value`` is within ``margin`` of ``target`` or beyond it (at or above target - margin; for loss
+    and perplexity at or below target + margin)."""
+    if target is None or value is None or not math.isfinite(value):
+        return False
+    return value >= target - margin if HIGHER_IS_BETTER[metric] else value <= target + margin
+
+
+def full_evaluation_due(step: int, *, last_full: int, interval: int, max_steps: int, screened: float | None = None,
+                        metric: str = "accuracy", target: float | None = None) -> str | None:
+    """Why the full held-out split is evaluated at ``step`` in a screened run, or None (the screen alone): after
+    the last step; ``interval`` steps after the last full evaluation (the Live tab and best/ keep their cadence);
+    or when the screen's value ``screened`` is near the target and half an interval has passed since the last
+    full evaluation (a run hovering just under its target does not evaluate the whole split at every screen)."""
+    if step >= max_steps:
+        return "the last step"
+    if step - last_full >= interval:
+        return "every %d steps" % interval
+    if near(metric, screened, target) and step - last_full >= max(1, interval // 2):
+        return "the screen came within %g of the target" % NEAR
+    return None
+
+
 def length_order(lengths) -> np.ndarray:
     """Row indices, longest first (ties in row order): batches of rows of similar length pad little, and the
     largest batch comes first, so one that does not fit memory fails at once. Every metric is an aggregate over
@@ -158,6 +212,15 @@ def metric_value(record: dict, metric: str) -> float | None:
     """The value of ``metric`` in an eval event (``loss`` is the eval loss)."""
     value = record.get("eval_loss" if metric == "loss" else metric)
     return float(value) if isinstance(value, (int, float)) else None
+
+
+def trainer_value(metrics: dict, metric: str, prefix: str = "eval") -> float | None:
+    """The value of ``metric`` among Trainer's figures of one evaluation (``{prefix}_loss``, ``{prefix}_accuracy``,
+    ...); perplexity from the loss, which is all Trainer has of it."""
+    value = metrics.get(f"{prefix}_loss" if metric in ("loss", "perplexity") else f"{prefix}_{metric}")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    return perplexity(value) if metric == "perplexity" else float(value)
 
 
 def reaches(metric: str, value: float | None, target: float | None) -> bool:

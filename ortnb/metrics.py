@@ -158,7 +158,7 @@ def evaluation_summary(records: list[dict]) -> dict:
     """The best evaluation (ties on the metric go to the lower held-out loss: evaluation.BestTracker): its value,
     step, held-out loss and when it was reached (s since the run began); the last evaluation's step and values;
     whether the run stopped early; how many evaluations there were and their seconds together (eval_total_s: time
-    the steps' figures leave out). Empty without evaluations."""
+    the steps' figures leave out), and apart from them the screens of a subset (screens, screen_total_s). Empty without evaluations."""
     found = evaluations(records)
     if not found:
         return {}
@@ -170,11 +170,22 @@ def evaluation_summary(records: list[dict]) -> dict:
             "best_reached_s": _since(best, run_start(records)) if best else None,
             "best_eval_loss": best.get("eval_loss") if best else None, "last_eval_step": last.get("step"),
             "evaluations": len(found), "eval_total_s": _total(e.get("eval_time_s") for e in found),
+            **_screens(records),
             "eval_loss": last.get("eval_loss"), "accuracy": last.get("accuracy"),
             "f1": last.get("f1"), "perplexity": last.get("perplexity"),
             "early_stopped": bool(final.get("early_stopped")),
             "early_stop": next((e["early_stop"] for e in reversed(found) if e.get("early_stop")), None),
             **_target(final, run_start(records))}
+
+
+def _screens(records: list[dict]) -> dict:
+    """How many screens of held-out rows a run made and their seconds together (runner/screen.py); empty when it
+    made none."""
+    found = events(records, "screen")
+    if not found:
+        return {}
+    return {"screens": len(found), "screen_total_s": _total(e.get("eval_time_s") for e in found),
+            "screen_samples": found[-1].get("samples")}
 
 
 def _total(seconds) -> float | None:

@@ -183,6 +183,13 @@ def _check_evaluation_numbers(cfg, problems):
                                                 "evaluation, or eval_samples=None for all held-out rows."))
     elif cfg.eval_samples is not None and not (_is_int(cfg.eval_samples) and cfg.eval_samples >= 1):
         problems.append(Problem("eval_samples", f"must be a whole number >= 1 or None, got {cfg.eval_samples!r}."))
+    if cfg.eval_screen is not None and not (_is_int(cfg.eval_screen) and cfg.eval_screen >= 0):
+        problems.append(Problem("eval_screen", f"must be a whole number of held-out rows >= 0, or None (200 rows "
+                                               f"with a target), got {cfg.eval_screen!r}."))
+    elif cfg.eval_screen and cfg.target is None:
+        problems.append(Problem("eval_screen", f"eval_screen={cfg.eval_screen} screens held-out rows to decide when a "
+                                               "target is worth checking on the whole split, and this run has no "
+                                               "target: set target too, or leave eval_screen blank."))
     if cfg.eval_batch_size is not None and not (_is_int(cfg.eval_batch_size) and cfg.eval_batch_size >= 1):
         problems.append(Problem("eval_batch_size", f"must be a whole number of rows >= 1, or None (4 x batch_size, "
                                                    f"at most 128), got {cfg.eval_batch_size!r}."))

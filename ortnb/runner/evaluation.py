@@ -19,6 +19,7 @@ from transformers import TrainerCallback
 from .. import evaluation, files
 from ..runs import records
 from ..runs import layout
+from .screen import SCREEN
 
 
 class ClassificationMetrics:
@@ -45,10 +46,11 @@ class EvalCallback(TrainerCallback):
 
     def __init__(self, run_dir: Path, writer, *, metric: str, patience: int | None, interval: int,
                  samples: int, metrics: ClassificationMetrics | None = None, on_evaluated=None,
-                 target: float | None = None):
+                 target: float | None = None, screen=None):
         self.run_dir, self.writer = Path(run_dir), writer
         self.tracker = evaluation.BestTracker(metric, patience)
         self.target = target
+        self.screen = screen  # runner.screen.Screen of a screened run
         self.reached: dict | None = None  # the evaluation that first reached the target
         self.interval, self.samples, self.metrics = interval, samples, metrics
         self.on_evaluated = on_evaluated  # RunCallback restarts its step clock: evaluation is no training time
@@ -61,7 +63,29 @@ class EvalCallback(TrainerCallback):
             control.should_evaluate = True  # always an evaluation of the final weights
 
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
-        record = self._record(state, metrics or {})
+        if any(key.startswith(SCREEN + "_") for key in metrics or {}):
+            self._screened(state, metrics)
+        else:
+            self._evaluated(state, control, metrics or {})
+        if self.on_evaluated:
+            self.on_evaluated()
+
+    def _screened(self, state, metrics: dict) -> None:
+        """A screen's figures become a ``screen`` event: never best/, a target or an early stop (the full split
+        decides those)."""
+        if self.writer:
+            metric = self.tracker.metric
+            value = evaluation.trainer_value(metrics, metric, SCREEN)
+            self.writer.write(records.event(
+                SCREEN, step=state.global_step, wall_time=time.time(), metric=metric, value=value,
+                eval_loss=metrics.get("screen_loss"), eval_time_s=metrics.get("screen_runtime"),
+                samples=len(self.screen.rows) if self.screen else None,
+                near=evaluation.near(metric, value, self.target)))
+
+    def _evaluated(self, state, control, metrics: dict) -> None:
+        record = self._record(state, metrics)
+        if self.screen is not None and self.screen.reason:
+            record["reason"] = self.screen.reason
         loss = evaluation.metric_value(record, "loss")
         # NaN weights still score an accuracy (argmax of NaN logits is class 0) but never become best/
         value = evaluation.metric_value(record, self.tracker.metric) if _finite(loss) else None
@@ -82,8 +106,6 @@ class EvalCallback(TrainerCallback):
                                     f"{self.tracker.since_best} evaluations since step {self.tracker.best_step}")
         if self.writer:
             self.writer.write(records.evaluation(**record))
-        if self.on_evaluated:
-            self.on_evaluated()
 
     def _record(self, state, metrics: dict) -> dict:
         loss = metrics.get("eval_loss")

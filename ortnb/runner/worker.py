@@ -102,11 +102,14 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
     peak = layout.run_peak(run_dir)  # None: no MFU
     callback = RunCallback(run_dir, writer, samples_per_step=cfg.batch_size * world,
                            token_flops=flops.TokenFlops(model), peak_flops=peak, supervisor=supervisor)
-    evaluator, scores, held_out = _evaluator(cfg, run_dir, writer, task, labels, prepared, interval)
+    evaluator, scores, held_out = _evaluator(cfg, run_dir, writer, task, labels, prepared, interval, max_steps)
+    screen = evaluator.screen if evaluator is not None else None
     # the evaluator saves the best weights before RunCallback restarts the step clock
     callbacks = ([callback] if evaluator is None else [evaluator, callback]) + _schedule(cfg, task, max_steps, writer)
     eval_batch = evaluation.eval_batch_size(cfg.batch_size, cfg.eval_batch_size, task)
-    trainer = ORTTrainer(model=model, args=training_arguments(cfg, run_dir, world, grouping, max_steps, interval,
+    # a screened run is asked to evaluate at every screen; the screen decides when the whole split runs
+    asked_every = evaluation.screen_interval(interval) if screen is not None else interval
+    trainer = ORTTrainer(model=model, args=training_arguments(cfg, run_dir, world, grouping, max_steps, asked_every,
                                                               eval_batch),
                          train_dataset=train, eval_dataset=held_out, processing_class=tokenizer, callbacks=callbacks,
                          data_collator=None if padding == "blocks" else data.collator(tokenizer, padding),
@@ -115,6 +118,8 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
         watcher.trainer = trainer
     if evaluator is not None:
         evaluate_cheaply(trainer, world, bf16=cfg.precision == "bf16")
+    if screen is not None:
+        screen.install(trainer)
     _never_recreate_the_folder(trainer, run_dir)
     if fault:
         from .faults import FaultCallback
@@ -127,6 +132,8 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
                      length_grouping=grouping, eval_samples=len(held_out) if held_out is not None else 0,
                      eval_every=interval, metric=(cfg.metric or evaluation.default_metric(task)) if interval else None,
                      eval_batch_size=eval_batch if interval else None,
+                     eval_screen=len(screen.rows) if screen is not None else 0,
+                     screen_every=asked_every if screen is not None else None,
                      labels=list(labels.names) if labels and labels.names else None,
                      parameters=sum(p.numel() for p in model.parameters()),
                      trained_parameters=sum(p.numel() for p in model.parameters() if p.requires_grad))
@@ -163,10 +170,11 @@ def _tokenize(cfg: RunConfig, task: str, tokenizer, labels, world: int, writer):
     return looked_up.prepared, padding, grouping
 
 
-def _evaluator(cfg: RunConfig, run_dir: Path, writer, task: str, labels, prepared, interval):
+def _evaluator(cfg: RunConfig, run_dir: Path, writer, task: str, labels, prepared, interval, max_steps: int):
     """(EvalCallback, ClassificationMetrics or None, the held-out rows in the order they are evaluated) when the
     run holds rows out to evaluate; else (None, None, None). A classifier's rows are evaluated longest first
-    (evaluation.length_order: batches pad little); its metrics put the predictions back in row order."""
+    (evaluation.length_order: batches pad little); its metrics put the predictions back in row order. A run with a
+    target screens a subset between full evaluations (runner/screen.py; the callback's ``screen``)."""
     held_out = prepared.evaluation
     if held_out is None:
         return None, None, None
@@ -176,10 +184,25 @@ def _evaluator(cfg: RunConfig, run_dir: Path, writer, task: str, labels, prepare
         held_out = held_out.select(order)
         scores = ClassificationMetrics(list(labels.names) if labels and labels.names else None,
                                        prepared.eval_texts, order=order)
-    evaluator = EvalCallback(run_dir, writer, metric=cfg.metric or evaluation.default_metric(task),
-                             patience=cfg.early_stopping_patience, interval=interval, samples=len(held_out),
-                             metrics=scores, target=cfg.target)
+    metric = cfg.metric or evaluation.default_metric(task)
+    evaluator = EvalCallback(run_dir, writer, metric=metric, patience=cfg.early_stopping_patience, interval=interval,
+                             samples=len(held_out), metrics=scores, target=cfg.target,
+                             screen=_screen(cfg, held_out, labels, scores, interval, max_steps, metric))
     return evaluator, scores, held_out
+
+
+def _screen(cfg: RunConfig, held_out, labels, scores, interval: int, max_steps: int, metric: str):
+    """The run's Screen, or None (no target, eval_screen=0, or a split too small to be worth one). Its rows keep
+    the split's longest-first order (a sorted selection of sorted rows)."""
+    from .screen import Screen
+
+    size = evaluation.screen_size(len(held_out), cfg.eval_screen, cfg.target)
+    if not size:
+        return None
+    rows = held_out.select(evaluation.screen_rows(len(held_out), size, cfg.seed))
+    screen_scores = ClassificationMetrics(scores.names, None) if scores is not None else None
+    return Screen(rows, interval=interval, max_steps=max_steps, metric=metric, target=cfg.target,
+                  scores=screen_scores)
 
 
 def freeze_word_embeddings(model) -> None:

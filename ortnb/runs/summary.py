@@ -52,6 +52,9 @@ class RunSummary(TypedDict, total=False):
     last_eval_step: int | None
     eval_evaluations: int  # how many evaluations
     eval_total_s: float | None  # seconds spent evaluating, all evaluations together (no step's time holds them)
+    screens: int | None  # screens of a held-out subset between full evaluations (runner/screen.py); None: none
+    screen_total_s: float | None  # their seconds together, apart from eval_total_s
+    screen_samples: int | None  # rows in each screen
     eval_loss: float | None  # the last evaluation's
     accuracy: float | None
     f1: float | None

@@ -9,8 +9,8 @@ the run is near its goal:
 - warmup: the rate rises linearly to its peak over ``warmup`` steps;
 - stable: it stays at the peak;
 - decay: it falls linearly to ``MIN_RATIO`` of the peak over ``decay`` steps, starting ``decay`` steps before the
-  planned end, or at the first evaluation within ``NEAR`` of the target (for a metric that rises: at or above
-  target - NEAR), whichever comes first.
+  planned end, or at the first evaluation (or screen: runner/screen.py) within ``NEAR`` of the target (for a metric
+  that rises: at or above target - NEAR), whichever comes first.
 
 ``rate_factor`` is pure; ``WsdSchedule`` holds the one thing that changes (where the decay starts) for a LambdaLR,
 and ``DecayNearTarget`` is the TrainerCallback that moves it.
@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..evaluation import NEAR  # how close to the target an evaluation starts the decay (2 accuracy points)
+
 MIN_RATIO = 0.1  # the rate at the end of the decay, as a share of the peak
 DECAY_SHARE = 0.2  # the decay's length, as a share of the planned steps
-NEAR = 0.02  # how close to the target an evaluation starts the decay (in the metric's units: 2 accuracy points)
 
 
 def rate_factor(step: int, warmup: int, decay_from: int, decay: int) -> float:
@@ -85,6 +86,7 @@ def install(lr_scheduler, schedule: WsdSchedule) -> None:
 
 PLANNED = f"planned, the last {DECAY_SHARE:.0%} of the run"
 NEAR_TARGET = f"an evaluation within {NEAR:g} of the target"
+NEAR_SCREEN = f"a screen of held-out rows within {NEAR:g} of the target"
 
 
 def decay_near_target(schedule: WsdSchedule, metric: str, target: float | None, rising: bool = True, writer=None):
@@ -93,6 +95,8 @@ def decay_near_target(schedule: WsdSchedule, metric: str, target: float | None, 
     ``schedule`` event with ``decay_step``, the first step trained at a lower rate (LambdaLR's step s is the
     rate of training step s + 1): the Live tab marks it on the learning-rate panel."""
     from transformers import TrainerCallback
+
+    from ..evaluation import trainer_value
 
     def announce(reason: str) -> None:
         if writer is not None:
@@ -105,8 +109,10 @@ def decay_near_target(schedule: WsdSchedule, metric: str, target: float | None, 
                 announce(PLANNED)
 
         def on_evaluate(self, args, state, control, metrics=None, **kwargs):
-            value = (metrics or {}).get(f"eval_{metric}")
+            metrics = metrics or {}
+            screened = any(key.startswith("screen_") for key in metrics)  # runner/screen.py: a subset's figures
+            value = trainer_value(metrics, metric, "screen" if screened else "eval")
             if near_target(value, target, rising) and schedule.start_decay(state.global_step):
-                announce(NEAR_TARGET)
+                announce(NEAR_SCREEN if screened else NEAR_TARGET)
 
     return DecayNearTarget()

@@ -23,7 +23,7 @@ from .. import files
 from ..config import RunConfig, fields
 
 NOT_MEASURED = ("model", "dataset", "text_column", "label_column", "max_steps", "epochs", "warmup_steps", "evaluate", "eval_dataset", "eval_fraction",
-                "eval_samples", "eval_every", "metric", "early_stopping_patience", "target", "report_to", "output_dir",
+                "eval_samples", "eval_screen", "eval_every", "metric", "early_stopping_patience", "target", "report_to", "output_dir",
                 "name")
 
 

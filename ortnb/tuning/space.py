@@ -35,7 +35,7 @@ _NOT_AN_AXIS = {
     "warmup_steps": "is set by tune() for its short measurement runs; the winner keeps base's warmup_steps",
     "epochs": "is how long the winner trains, not how fast; set it in base=RunConfig(epochs=...)",
     **{name: "is not measured (tune() runs train without evaluation); set it in base=" for name in (
-        "evaluate", "eval_dataset", "eval_fraction", "eval_samples", "eval_batch_size", "eval_every", "metric",
+        "evaluate", "eval_dataset", "eval_fraction", "eval_samples", "eval_batch_size", "eval_screen", "eval_every", "metric",
         "early_stopping_patience",
         "target", "report_to")},
     "output_dir": "is where runs go, not an option; pass tune(output_dir=...) to keep the measurement runs",

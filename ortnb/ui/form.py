@@ -25,7 +25,7 @@ FORM_FIELDS = ("model", "dataset", "backend", "optim", "precision", "zero1", "nu
                "seq_len", "padding", "length_grouping", "length", "learning_rate", "freeze_embeddings", "evaluate",
                "eval_every", "metric", "early_stopping_patience")
 MORE_FIELDS = ("task", "lr_schedule", "dropout", "warmup_steps", "seed", "eval_dataset", "eval_fraction", "eval_samples",
-               "eval_batch_size", "target", "threads", "report_to", "name", "output_dir")
+               "eval_batch_size", "eval_screen", "target", "threads", "report_to", "name", "output_dir")
 CHOSEN_FIELDS = ("task", "lr_schedule")  # the more-settings fields chosen from a list, not typed
 CHOICE_LABELS = {
     "backend": {"eager": "PyTorch (eager)", "ort": "ONNX Runtime", "compile": "torch.compile"},
@@ -46,6 +46,7 @@ CONTROL_LABELS = {"model": "model", "dataset": "dataset", "text_column": "text c
                   "length": "train for", "learning_rate": "learning rate", "warmup_steps": "warm-up steps",
                   "task": "task", "lr_schedule": "learning-rate schedule", "padding": "padding", "length_grouping": "length grouping",
                   "freeze_embeddings": "frozen embeddings", "dropout": "dropout", "eval_batch_size": "eval batch size",
+                  "eval_screen": "screen rows",
                   "output_dir": "output folder", "evaluate": "evaluate", "eval_every": "evaluate every",
                   "metric": "best by", "early_stopping_patience": "early stopping", "eval_dataset": "held-out data",
                   "eval_fraction": "held-out share", "eval_samples": "held-out rows", "target": "target",
@@ -58,17 +59,18 @@ CONTROL_OF = {"zero_stage": "zero1", "max_steps": "length", "epochs": "length"}
 TEXT_KINDS = {"model": "text", "dataset": "text", "batch_size": "int", "seq_len": "int", "learning_rate": "float",
               "eval_every": "int?", "early_stopping_patience": "int?", "warmup_steps": "int", "seed": "int",
               "eval_dataset": "text?", "eval_fraction": "float", "eval_samples": "int?", "eval_batch_size": "int?",
-              "target": "float?", "dropout": "float?",
+              "eval_screen": "int?", "target": "float?", "dropout": "float?",
               "threads": "int?", "report_to": "list?", "name": "text?", "output_dir": "text"}
 # What a blank typed field means, shown in it as a placeholder.
 BLANK_MEANS = {"eval_every": "auto: five evaluations over the run", "early_stopping_patience": "never stop early",
                "eval_dataset": "the dataset's own held-out rows", "eval_samples": "all held-out rows",
                "eval_batch_size": "auto: 4 x batch size, at most 128",
+               "eval_screen": "auto: 200 rows with a target (0: none)",
                "target": "none: train every step", "threads": "auto", "report_to": "none (tensorboard, mlflow, wandb)",
                "name": "from the settings", "dropout": "the model's own (0 turns it off)"}
 EXAMPLES = {"learning_rate": "5e-5", "eval_fraction": "0.1", "target": "0.85", "batch_size": "16", "seq_len": "128"}
 EVAL_FIELDS = ("eval_every", "metric", "early_stopping_patience", "target")  # moot without evaluation
-HELD_OUT_FIELDS = ("eval_dataset", "eval_fraction", "eval_samples", "eval_batch_size")  # also moot without it
+HELD_OUT_FIELDS = ("eval_dataset", "eval_fraction", "eval_samples", "eval_batch_size", "eval_screen")  # also moot without it
 
 
 # -- values <-> text ----------------------------------------------------------------------------
@@ -260,7 +262,7 @@ _ASSIGNMENT = re.compile(r"\b(backend|optim|precision)=['\"]([a-z0-9_]+)['\"]")
 _BARE_OPTIMIZER = re.compile(r"\b(adamw_ort_fused|adamw_torch_fused|adamw_torch)\b")
 _NONE = re.compile(r"\b(eval_every|early_stopping_patience|eval_dataset|eval_samples|target|metric|max_steps|epochs)"
                    r"=None\b")
-_FIELD_NAMES = re.compile(r"\b(max_steps|warmup_steps|eval_every|eval_samples|eval_batch_size|eval_fraction|"
+_FIELD_NAMES = re.compile(r"\b(max_steps|warmup_steps|eval_every|eval_samples|eval_batch_size|eval_screen|eval_fraction|"
                           r"eval_dataset|early_stopping_patience|learning_rate|batch_size|seq_len|num_processes|report_to|"
                           r"output_dir|budget_s)\b")
 

@@ -266,10 +266,20 @@ def quality_items(s: dict) -> list[tuple[str, str]]:
     if s.get("early_stopped"):
         items.append(("stopped early", s.get("early_stop") or "no better evaluation within the patience"))
     if s.get("eval_evaluations") and s.get("eval_total_s") is not None:  # their time, apart from training's
-        count = s["eval_evaluations"]
-        items.append(("evaluating", f"{count} evaluation{'s' if count != 1 else ''} in "
-                                    f"{format_span(s['eval_total_s'])}"))
+        items.append(("evaluating", evaluating_text(s)))
     return items
+
+
+def evaluating_text(s: dict) -> str:
+    """What evaluating cost, the full split's evaluations and the screens apart: "3 evaluations in 8.6 s; 9 screens
+    of 200 rows in 5.1 s" (pure)."""
+    count = s["eval_evaluations"]
+    text = f"{count} evaluation{'s' if count != 1 else ''} in {format_span(s['eval_total_s'])}"
+    screens = s.get("screens")
+    if screens and s.get("screen_total_s") is not None:
+        rows = f" of {s['screen_samples']:,} rows" if s.get("screen_samples") else ""
+        text += f"; {screens} screen{'s' if screens != 1 else ''}{rows} in {format_span(s['screen_total_s'])}"
+    return text
 
 
 def _mfu(summary: dict) -> str:
