@@ -134,7 +134,7 @@ def trainer_variant(name: str, options) -> dict:
         output_dir=str(Path(options.work) / name), per_device_train_batch_size=options.batch,
         per_device_eval_batch_size=64, max_steps=-(-options.max_samples // options.batch), learning_rate=options.lr,
         seed=0, optim="adamw_torch_fused" if careful else "adamw_torch", bf16=bf16, eval_strategy="steps",
-        eval_steps=every, eval_on_start=True, train_sampling_strategy="group_by_length" if careful else "random",
+        eval_steps=every, eval_on_start=False, train_sampling_strategy="group_by_length" if careful else "random",
         save_strategy="no", report_to=[], disable_tqdm=True, logging_steps=50, use_cpu=not torch.cuda.is_available(),
         dataloader_pin_memory=False)
     collator = DataCollatorWithPadding(tokenizer, pad_to_multiple_of=8 if careful else None)
@@ -158,19 +158,20 @@ def ortnb_variant(name: str, options) -> dict:
 
     started, launched_at = time.perf_counter(), time.time()
     train, validation = data_files(options.work, options.max_samples)
-    if name == "tuned":
+    if kind(name) == "tuned":
         winner = ortnb.RunConfig.from_json(options.winner)
         global_batch = winner.batch_size * winner.num_processes
         config = winner.replace(learning_rate=options.lr * (global_batch / options.batch) ** 0.5, name="tuned winner")
-    elif name == "raced":
+    elif kind(name) == "raced":
         config = ortnb.RunConfig.from_json(options.raced).replace(name="raced winner")
-    elif name == "raced_linear":
+    elif kind(name) == "raced_linear":
         config = ortnb.RunConfig.from_json(options.raced).replace(name="raced winner, linear", lr_schedule="linear")
     else:
         from ortnb.tuning.defaults import choose
 
         choice = choose(MODEL, DATASET)  # what the Dashboard starts from on this machine
-        config = ortnb.RunConfig(name="ortnb defaults", backend=choice.backend, precision=choice.precision)
+        config = ortnb.RunConfig(name=name, backend=choice.backend, precision=choice.precision)
+    config = config.replace(**overrides(name))
     global_batch = config.batch_size * config.num_processes
     steps = -(-options.max_samples // global_batch)
     config = config.replace(model=MODEL, dataset=train, seq_len=SEQ, evaluate=True, eval_dataset=validation,
@@ -194,13 +195,33 @@ def ortnb_variant(name: str, options) -> dict:
     return {"test_accuracy": test_accuracy(model, tokenizer, options.max_samples),"seconds_to_target": reached_at - launched_at if final.get("reached_target") and reached_at else None,
             "reached": bool(final.get("reached_target")), "target_step": final.get("target_step"), "wall_s": wall,
             "steps": (metrics.steps(run.records()) or [{}])[-1].get("step"), "eval_s": sum(e.get("eval_time_s") or 0.0 for e in evaluations),
+            "evaluations_count": len(evaluations), "screens": summary.get("screens") or 0,
+            "screen_s": summary.get("screen_total_s") or 0.0,
             "evaluations": [{"step": e["step"], "accuracy": e.get("accuracy")} for e in evaluations],
             "engine": summary["engine"], "config": config.to_dict(), "median_samples_per_s": summary["samples_per_s"],
             "startup_s": summary.get("startup_s"), "run_dir": str(run.run_dir)}
 
 
+def overrides(name: str) -> dict:
+    """The settings a variant's name adds to its kind's: "defaults+learning_rate=1e-4+lr_schedule=wsd" is (c) at
+    1e-4 with warmup-stable-decay (values read as JSON where they parse, else as text)."""
+    pairs = [part.split("=", 1) for part in name.split("+")[1:]]
+    return {key: _value(value) for key, value in pairs}
+
+
+def _value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def kind(name: str) -> str:
+    return name.split("+")[0]
+
+
 def child(options) -> None:
-    result = (trainer_variant(options.child, options) if options.child in ("baseline", "careful")
+    result = (trainer_variant(options.child, options) if kind(options.child) in ("baseline", "careful")
               else ortnb_variant(options.child, options))
     print(json.dumps(result), flush=True)
 
@@ -305,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--race-budget", type=float, default=900.0, help="no trial of the race starts after this")
     parser.add_argument("--work", default="/tmp/ortnb-time-to-target")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "time-to-target.json")
-    parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     Path(options.work).mkdir(parents=True, exist_ok=True)
     if options.child:
@@ -314,15 +335,20 @@ def main(argv: list[str] | None = None) -> int:
     from ortnb.report import machine, versions
 
     variants = options.variants.split(",")
+    unknown = sorted({kind(name) for name in variants} - set(VARIANTS))
+    if unknown:
+        parser.error(f"--variants: {', '.join(unknown)} is not one of {', '.join(VARIANTS)} (a name may add "
+                     "settings: defaults+learning_rate=1e-4)")
     record = {"command": "python " + " ".join(sys.argv), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
               "model": MODEL, "dataset": DATASET, "target": options.target, "eval_every_samples": options.eval_every,
               "max_samples": options.max_samples, "lr": options.lr, "batch_a_b": options.batch,
               "repeats": options.repeats, "machine": machine(), "versions": versions(), "runs": []}
-    if "tuned" in variants and not options.winner:
+    kinds = {kind(name) for name in variants}
+    if "tuned" in kinds and not options.winner:
         options.winner, record["tune"] = tuned_winner(options)
         print(f"tuned winner: {record['tune']['label']} (search {record['tune']['search_s']:.0f} s, "
               f"from cache: {record['tune']['from_cache']})", flush=True)
-    if {"raced", "raced_linear"} & set(variants) and not options.raced:
+    if {"raced", "raced_linear"} & kinds and not options.raced:
         options.raced, record["race"] = raced_winner(options)
         print(f"raced winner: {record['race']['label']} (race {record['race']['race_s']:.0f} s, "
               f"{record['race']['trials']} trials)", flush=True)

@@ -59,27 +59,29 @@ def eval_batch_size(batch_size: int, asked: int | None, task: str) -> int:
     return max(batch_size, min(EVAL_BATCH_FACTOR * batch_size, EVAL_BATCH_CAP))
 
 
-SCREEN_ROWS = 200  # eval_screen=None with a target: this many held-out rows screened between full evaluations
-SCREEN_SHARE = 4  # the screen runs this many times as often as the full split; None screens only splits this many
-# times its size (a smaller split costs little whole)
+SCREEN_ROWS = 200  # eval_screen=None with a target: this many held-out rows screened instead of the full split
+SCREEN_MIN_SPLIT = 4 * SCREEN_ROWS  # eval_screen=None screens only a split this large (a smaller one costs little)
+SCREEN_SHARE = 2  # screens per eval_every steps
 NEAR = 0.02  # within this of the target (in the metric's units): a screen asks for the full split, and a WSD run
 # starts its decay (training/schedule.py)
 
 
 def screen_size(held_out: int, asked: int | None, target: float | None) -> int:
-    """Rows of the held-out split screened between full evaluations (0: no screen). Only a run with a target
+    """Rows of the held-out split screened in place of full evaluations (0: no screen). Only a run with a target
     screens: the screen decides when the full split is worth evaluating, and nothing else. ``asked`` None: SCREEN_ROWS
-    when the split holds at least SCREEN_SHARE times as many; 0: none; a screen as large as the split is none."""
+    when the split holds at least SCREEN_MIN_SPLIT rows; 0: none; a screen as large as the split is none."""
     if target is None or asked == 0:
         return 0
     if asked is None:
-        return SCREEN_ROWS if held_out >= SCREEN_SHARE * SCREEN_ROWS else 0
+        return SCREEN_ROWS if held_out >= SCREEN_MIN_SPLIT else 0
     return int(asked) if int(asked) < held_out else 0
 
 
 def screen_interval(interval: int) -> int:
-    """Steps between screens: SCREEN_SHARE screens per full-evaluation interval."""
-    return max(1, interval // SCREEN_SHARE)
+    """Steps between screens: SCREEN_SHARE screens per ``interval`` (eval_every), a divisor of it, so that every
+    ``interval`` steps falls on a screen (a race compares its trials there: at equal samples)."""
+    most = max(1, interval // SCREEN_SHARE)
+    return next(every for every in range(most, 0, -1) if interval % every == 0)
 
 
 def screen_rows(held_out: int, size: int, seed: int = 0) -> np.ndarray:
@@ -101,13 +103,12 @@ def near(metric: str, value: float | None, target: float | None, margin: float =
 def full_evaluation_due(step: int, *, last_full: int, interval: int, max_steps: int, screened: float | None = None,
                         metric: str = "accuracy", target: float | None = None) -> str | None:
     """Why the full held-out split is evaluated at ``step`` in a screened run, or None (the screen alone): after
-    the last step; ``interval`` steps after the last full evaluation (the Live tab and best/ keep their cadence);
-    or when the screen's value ``screened`` is near the target and half an interval has passed since the last
-    full evaluation (a run hovering just under its target does not evaluate the whole split at every screen)."""
+    the last step, or when the screen's value ``screened`` is near the target (the whole split decides whether it
+    is reached) and half an interval has passed since the last full evaluation (a run hovering just under its target
+    does not evaluate the whole split at every screen). A screen far from the target costs a fifth of the whole
+    split and says what the whole split would: not yet."""
     if step >= max_steps:
         return "the last step"
-    if step - last_full >= interval:
-        return "every %d steps" % interval
     if near(metric, screened, target) and step - last_full >= max(1, interval // 2):
         return "the screen came within %g of the target" % NEAR
     return None

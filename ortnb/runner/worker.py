@@ -85,15 +85,8 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
     from .callback import RunCallback
 
     task = cfg.task or MODELS.get(cfg.model, Asset("", "", Task.SEQUENCE_CLASSIFICATION)).task
-    from transformers import set_seed
-
-    set_seed(cfg.seed)  # new heads (the classifier) start from the same weights in every run being compared
     phase(records.LOADING_MODEL)
-    model, tokenizer, labels = _load_model(cfg, task, writer)
-    if cfg.freeze_embeddings:
-        freeze_word_embeddings(model)  # before Trainer builds the optimizer: it takes only what requires a gradient
-    if cfg.dropout is not None:
-        set_dropout(model, float(cfg.dropout))
+    model, tokenizer, labels = _model_as_configured(cfg, task, writer)
     phase(records.TOKENIZING)
     prepared, padding, grouping = _tokenize(cfg, task, tokenizer, labels, world, writer)
     train, held_out = prepared.train, prepared.evaluation
@@ -142,6 +135,20 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
     phase(records.STARTING_TRAINING if cfg.backend == "ort" else records.FIRST_STEP)
     _fit(trainer, profiled)
     return _finish(trainer, cfg, run_dir, writer, callback, evaluator, peak)
+
+
+def _model_as_configured(cfg: RunConfig, task: str, writer):
+    """(model, tokenizer, labels): the model loaded from the run's seed, its embeddings frozen and its dropout set
+    as the config says (before Trainer builds the optimizer: it takes only what requires a gradient)."""
+    from transformers import set_seed
+
+    set_seed(cfg.seed)  # new heads (the classifier) start from the same weights in every run being compared
+    model, tokenizer, labels = _load_model(cfg, task, writer)
+    if cfg.freeze_embeddings:
+        freeze_word_embeddings(model)
+    if cfg.dropout is not None:
+        set_dropout(model, float(cfg.dropout))
+    return model, tokenizer, labels
 
 
 def _schedule(cfg: RunConfig, task: str, max_steps: int, writer=None) -> list:

@@ -9,7 +9,8 @@ start-up included: what the user waits for).
   so far divided by the share of the way from chance to the target the best evaluation covered (``projected_s``);
   once reached, the real figure. A trial that never reaches the target ends at its cap with its projection.
 - **Pruning**: evaluations fall at the same numbers of samples in every trial (``eval_every`` follows the global
-  batch), so Optuna's successive-halving pruner compares trials at equal rungs and stops the slow ones early.
+  batch), so Optuna's successive-halving pruner compares trials at equal rungs and stops the slow ones early. A trial
+  on a large held-out split screens a subset there (runner/screen.py) and reports the screen's figure.
 - **Storage**: the study is a SQLite file in ortnb's cache folder (``studies.sqlite3``), named by the workload
   (model, data, target, metric), so a search that crashed resumes where it was, a second search on the same
   workload adds trials to the same study, ``optuna-dashboard sqlite:///<file>`` opens it, and several machines given
@@ -334,6 +335,18 @@ def _machine_axes(base: RunConfig) -> list[Axis]:
     return default_axes(base, capabilities().bf16_cpu_native, _imports.is_ort_training_available())
 
 
+def rung_value(record: dict, metric: str) -> float | None:
+    """The metric an eval or screen event measured (a screen holds it as ``value``), or None for any other record
+    (pure)."""
+    if record.get("event") == "eval":
+        value = record.get(metric)
+    elif record.get("event") == "screen":
+        value = record.get("value")
+    else:
+        return None
+    return float(value) if isinstance(value, (int, float)) and isinstance(record.get("step"), int) else None
+
+
 def _train_for_real(chance: float, target: float, stop=None):
     """train(config, report) on a real run: launched, followed, each evaluation reported as a projection from the
     seconds since the run began (its first event); a pruned trial's run is stopped before the pruning goes on."""
@@ -342,7 +355,7 @@ def _train_for_real(chance: float, target: float, stop=None):
         from ..runner.ending import ended_after
 
         run = launch(config)
-        seen = {"start": None, "best": None, "evaluations": 0, "last": 0.0}
+        seen = {"start": None, "best": None, "last": 0.0, "rungs": set()}
         metric = str(config.metric or "accuracy")
 
         def on_record(record: dict) -> None:
@@ -350,11 +363,16 @@ def _train_for_real(chance: float, target: float, stop=None):
             if isinstance(moment, (int, float)):
                 seen["start"] = moment if seen["start"] is None else seen["start"]
                 seen["last"] = moment - seen["start"]
-            if record.get("event") != "eval" or record.get(metric) is None:
+            value = rung_value(record, metric)
+            if value is None:
                 return
-            seen["best"] = max(record[metric], seen["best"] if seen["best"] is not None else record[metric])
-            seen["evaluations"] += 1
-            report(seen["evaluations"], projected_s(seen["last"], seen["best"], target, chance))
+            seen["best"] = max(value, seen["best"] if seen["best"] is not None else value)
+            rung = record["step"] // config.eval_every
+            # the pruner compares trials at equal samples (every eval_every steps), once per rung: a run with a
+            # target screens there (runner/screen.py) and evaluates the whole split in between when it comes near
+            if record["step"] % config.eval_every == 0 and rung not in seen["rungs"]:
+                seen["rungs"].add(rung)
+                report(rung, projected_s(seen["last"], seen["best"], target, chance))
 
         def on_tick() -> None:
             if stop is not None and stop.is_set():

@@ -1,6 +1,6 @@
 """The screen of a run with a target (runner/screen.py, the pure rules in evaluation.py): a fixed subset of the
-held-out rows scored four times as often as the whole split, which is evaluated when the screen comes near the
-target; a target is declared on the whole split only; a WSD run's decay starts on either; the screens' count and
+held-out rows scored twice every eval_every steps in place of the whole split, which is evaluated when the screen
+comes near the target and after the last step; a target is declared on the whole split only; a WSD run's decay starts on either; the screens' count and
 seconds are reported apart from the evaluations'."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def test_only_a_run_with_a_target_and_a_split_four_times_the_screen_is_screened(
     assert evaluation.screen_size(1000, 0, 0.8) == 0
     assert evaluation.screen_size(1000, 64, 0.8) == 64
     assert evaluation.screen_size(64, 64, 0.8) == 0  # a screen as large as the split is the split
-    assert [evaluation.screen_interval(n) for n in (64, 6, 3, 1)] == [16, 1, 1, 1]
+    assert [evaluation.screen_interval(n) for n in (64, 12, 9, 6, 3, 2, 1)] == [32, 6, 3, 3, 1, 1, 1]  # divisors
 
 
 def test_the_screen_takes_the_same_random_rows_every_time_in_row_order():
@@ -34,16 +34,16 @@ def test_the_screen_takes_the_same_random_rows_every_time_in_row_order():
     assert rows.max() > 800 and rows.min() < 200  # spread over the split, not its first rows
 
 
-def test_the_whole_split_runs_at_the_end_every_interval_and_when_the_screen_comes_near():
+def test_the_whole_split_runs_at_the_end_and_when_the_screen_comes_near():
     due = evaluation.full_evaluation_due
     plan = dict(interval=64, max_steps=600, metric="accuracy", target=0.80)
-    assert due(16, last_full=0, screened=0.70, **plan) is None
+    assert due(32, last_full=0, screened=0.70, **plan) is None
+    assert due(64, last_full=0, screened=0.77, **plan) is None  # far: the screen said "not yet" for a fifth of it
     assert due(16, last_full=0, screened=0.79, **plan) is None  # near, but too soon after the last full one
     assert due(32, last_full=0, screened=0.78, **plan) == "the screen came within 0.02 of the target"
     assert due(32, last_full=0, screened=0.7799, **plan) is None
     assert due(48, last_full=32, screened=0.85, **plan) is None  # half an interval between full evaluations
     assert due(64, last_full=32, screened=0.85, **plan) == "the screen came within 0.02 of the target"
-    assert due(64, last_full=0, **plan) == "every 64 steps"
     assert due(600, last_full=592, **plan) == "the last step"
     falling = dict(plan, metric="loss", target=0.40)
     assert due(32, last_full=0, screened=0.42, **falling) is not None
@@ -76,7 +76,7 @@ class FakeTrainer:
 def test_the_screen_decides_which_evaluation_runs_and_restores_the_runs_metrics():
     from ortnb.runner.screen import Screen
 
-    trainer = FakeTrainer(screens={4: 0.79, 6: 0.81}, fulls={})
+    trainer = FakeTrainer(screens={4: 0.79, 6: 0.81, 8: 0.7}, fulls={})
     screen = Screen(rows="200 rows", interval=8, max_steps=12, metric="accuracy", target=0.80,
                     scores="the screen's")
     screen.install(trainer)
@@ -86,7 +86,7 @@ def test_the_screen_decides_which_evaluation_runs_and_restores_the_runs_metrics(
     assert [(step, prefix) for step, prefix, _ in trainer.calls] == [
         (2, "screen"), (4, "screen"), (4, "eval"),  # near at 4: the whole split
         (6, "screen"),  # near again, but 2 steps after the last whole one
-        (8, "screen"), (10, "screen"), (12, "eval")]  # 8: interval counted from 4
+        (8, "screen"), (10, "screen"), (12, "eval")]  # far at 8 and 10: no whole split; the last step: always
     assert {metrics for _, prefix, metrics in trainer.calls if prefix == "screen"} == {"the screen's"}
     assert trainer.compute_metrics == "the run's own"
     assert screen.reason == "the last step"
@@ -174,10 +174,9 @@ def test_a_bad_screen_is_refused_naming_the_field(value, message):
 
 @pytest.mark.ort  # trains tiny BERT with ORTTrainer in this process
 @pytest.mark.parametrize("target, expected, steps", [
-    (0.99, [(1, "screen"), (2, "screen"), (3, "screen"), (4, "eval"), (5, "screen"), (6, "screen"), (7, "screen"),
-            (8, "eval")], 8),  # never near: the whole split every 4 steps and after the last
-    (0.30, [(1, "screen"), (2, "screen"), (2, "eval")], 2)])  # near at once: whole at 2, reached, stopped
-def test_a_real_run_screens_200_of_its_1000_held_out_rows_between_whole_evaluations(tmp_path, monkeypatch, target,
+    (0.99, [(2, "screen"), (4, "screen"), (6, "screen"), (8, "eval")], 8),  # never near: the whole split at the end
+    (0.30, [(2, "screen"), (2, "eval")], 2)])  # near at once: the whole split at 2 reaches it; the run ends there
+def test_a_real_run_screens_200_of_its_1000_held_out_rows_in_place_of_whole_evaluations(tmp_path, monkeypatch, target,
                                                                                      expected, steps):
     from ortnb.runner import worker
     from ortnb.runs import layout

@@ -205,3 +205,14 @@ def test_progress_is_heard_per_trial_and_stop_ends_the_search_keeping_what_ended
     assert heard == [(1, 6, None), (2, 6, 20.0), (3, 6, 20.0)]
     states = [t.state.name for t in found.study.trials]
     assert states == ["COMPLETE", "COMPLETE", "FAIL"] and found.best["seconds_to_target"] == 20.0
+
+
+def test_a_rung_reads_an_evaluation_or_a_screen_and_nothing_else():
+    from ortnb.tuning.quality import rung_value
+
+    assert rung_value({"event": "eval", "step": 32, "accuracy": 0.71, "f1": 0.6}, "accuracy") == 0.71
+    assert rung_value({"event": "eval", "step": 32, "accuracy": 0.71, "f1": 0.6}, "f1") == 0.6
+    assert rung_value({"event": "screen", "step": 32, "value": 0.74, "metric": "accuracy"}, "accuracy") == 0.74
+    assert rung_value({"event": "eval", "step": 32, "accuracy": None}, "accuracy") is None
+    assert rung_value({"kind": "step", "step": 32, "loss": 0.3}, "accuracy") is None
+    assert rung_value({"event": "schedule", "decay_step": 40}, "accuracy") is None
