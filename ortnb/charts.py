@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .views.markup import br, escape, join, tag
-from .metrics import evaluations
+from .metrics import evaluations, events
 
 # Readable on white and told apart by colour-blind readers (Okabe-Ito without its yellow).
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#8C564B"]
@@ -68,24 +68,29 @@ def panel_series(records: list[dict]) -> dict[str, tuple[list, list]]:
 
 
 def eval_metric_of(records: list[dict]) -> str | None:
-    """The metric a run's evaluations are judged by (the eval events name it), or None before the first."""
-    found = evaluations(records)
+    """The metric a run's evaluations are judged by (the eval and screen events name it), or None before the
+    first."""
+    found = evaluations(records) or events(records, "screen")
     return found[0].get("metric") if found else None
 
 
 def eval_series(records: list[dict]) -> dict[str, tuple[list, list]]:
     """x/y lists of the evaluations: held-out loss (drawn on the loss panel) and the run's metric (the wide
-    panel; percent for accuracy and F1). Empty without evaluations."""
-    found = evaluations(records)
-    if not found:
+    panel; percent for accuracy and F1), and the screens of a held-out subset (runner/screen.py) on the wide panel
+    as their own series. Empty without evaluations or screens."""
+    metric = eval_metric_of(records)
+    if metric is None:
         return {}
-    metric = found[0].get("metric")
+    found, screens = evaluations(records), events(records, "screen")
     key = "eval_loss" if metric == "loss" else metric
     scale = 100.0 if metric in ("accuracy", "f1") else 1.0
     series = {}
     for name, field_name, factor in (("loss:eval", "eval_loss", 1.0), ("eval_metric", key, scale)):
         pairs = [(r["step"], r[field_name] * factor) for r in found if isinstance(r.get(field_name), (int, float))]
         series[name] = ([p[0] for p in pairs], [p[1] for p in pairs])
+    if screens:
+        pairs = [(r["step"], r["value"] * scale) for r in screens if isinstance(r.get("value"), (int, float))]
+        series["eval_metric:screen"] = ([p[0] for p in pairs], [p[1] for p in pairs])
     return series
 
 
@@ -124,13 +129,15 @@ class LiveChart:
         new, changed = [], []
         for series, (xs, ys) in panel_series(records).items():
             row, col = panel_position(series)
-            part = series.split(":")[1] if ":" in series else None  # rankN, or eval for the held-out loss
+            part = series.split(":")[1] if ":" in series else None  # rankN, eval (held-out loss) or screen
             held_out = part == "eval" or series == "eval_metric"
             suffix = " held-out" if held_out else ("" if part in (None, "rank0") else f" {part}")
             trace = {"x": xs, "y": ys, "name": name + suffix, "legendgroup": key,
                      "showlegend": series == "samples_per_s",
                      "line": {"color": run["colour"], "dash": "dash" if held_out else
                               ("dot" if part not in (None, "rank0") else "solid")}}
+            if part == "screen":  # a subset's figure: points, apart from the whole split's line
+                trace.update(mode="markers", marker={"color": run["colour"], "symbol": "circle-open", "size": 7})
             if (key, series) in self.traces:
                 changed.append({"index": self.traces.index((key, series)), **trace})
             else:

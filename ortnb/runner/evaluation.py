@@ -76,11 +76,14 @@ class EvalCallback(TrainerCallback):
         if self.writer:
             metric = self.tracker.metric
             value = evaluation.trainer_value(metrics, metric, SCREEN)
+            offset = self.screen.offset if self.screen else None
             self.writer.write(records.event(
                 SCREEN, step=state.global_step, wall_time=time.time(), metric=metric, value=value,
+                calibrated=evaluation.calibrated(value, offset), offset=offset,
                 eval_loss=metrics.get("screen_loss"), eval_time_s=metrics.get("screen_runtime"),
                 samples=len(self.screen.rows) if self.screen else None,
-                near=evaluation.near(metric, value, self.target)))
+                near=evaluation.near(metric, evaluation.calibrated(value, offset), self.target,
+                                     evaluation.SCREEN_NEAR)))
 
     def _evaluated(self, state, control, metrics: dict) -> None:
         record = self._record(state, metrics)

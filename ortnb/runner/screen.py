@@ -2,10 +2,11 @@
 
 Trainer evaluates every ``screen_interval`` steps; at each, this module's ``evaluate`` first scores a fixed subset of
 the held-out rows (the screen: ``evaluation.screen_rows``) and evaluates the whole split only when
-``evaluation.full_evaluation_due`` says so: the screen came near the target, a full interval passed, or training
-ended. The screen's figures reach the callbacks with the prefix ``screen_`` (an ``eval_`` figure is always the full
-split's): EvalCallback writes them as ``screen`` events and declares a target, keeps best/ or stops early only on
-the full split; the WSD schedule starts its decay on either (training/schedule.py).
+``evaluation.full_evaluation_due`` says so: the screen, corrected by how far it last read from the whole split
+(``evaluation.calibrated``), came near the target, or training ended. The screen's figures reach the callbacks with
+the prefix ``screen_`` (an ``eval_`` figure is always the full split's): EvalCallback writes them as ``screen``
+events and declares a target, keeps best/ or stops early only on the full split; the WSD schedule starts its decay
+on either, a screen's calibrated (training/schedule.py).
 
 The screen scores accuracy and F1 without the confusion matrix or the wrong rows (ClassificationMetrics without
 texts or order: the screen's rows are its own).
@@ -27,6 +28,7 @@ class Screen:
         self.rows, self.interval, self.max_steps = rows, interval, max_steps
         self.metric, self.target, self.scores = metric, target, scores
         self.last_full = 0
+        self.offset: float | None = None  # whole - screen, when both last ran at one step (evaluation.calibrated)
         self.reason: str | None = None  # why the latest full evaluation ran (its eval event says it)
 
     def install(self, trainer) -> None:
@@ -44,13 +46,19 @@ class Screen:
     def evaluate(self, trainer, full, ignore_keys=None) -> dict:
         step = trainer.state.global_step
         self.reason = self._due(step)
+        screened = None
         if self.reason is None:
-            screened = self._screen(trainer, full, ignore_keys)
-            self.reason = self._due(step, evaluation.trainer_value(screened, self.metric, SCREEN))
+            figures = self._screen(trainer, full, ignore_keys)
+            screened = evaluation.trainer_value(figures, self.metric, SCREEN)
+            self.reason = self._due(step, evaluation.calibrated(screened, self.offset))
             if self.reason is None:
-                return screened
+                return figures
         self.last_full = step
-        return full(ignore_keys=ignore_keys)
+        whole = full(ignore_keys=ignore_keys)
+        value = evaluation.trainer_value(whole, self.metric)
+        if screened is not None and value is not None:
+            self.offset = value - screened
+        return whole
 
     def _due(self, step: int, screened: float | None = None) -> str | None:
         return evaluation.full_evaluation_due(step, last_full=self.last_full, interval=self.interval,

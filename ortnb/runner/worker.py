@@ -98,7 +98,8 @@ def _train(cfg: RunConfig, run_dir: Path, rank: int, world: int, writer, fault, 
     evaluator, scores, held_out = _evaluator(cfg, run_dir, writer, task, labels, prepared, interval, max_steps)
     screen = evaluator.screen if evaluator is not None else None
     # the evaluator saves the best weights before RunCallback restarts the step clock
-    callbacks = ([callback] if evaluator is None else [evaluator, callback]) + _schedule(cfg, task, max_steps, writer)
+    callbacks = ([callback] if evaluator is None else [evaluator, callback]) + _schedule(cfg, task, max_steps, writer,
+                                                                                        screen)
     eval_batch = evaluation.eval_batch_size(cfg.batch_size, cfg.eval_batch_size, task)
     # a screened run is asked to evaluate at every screen; the screen decides when the whole split runs
     asked_every = evaluation.screen_interval(interval) if screen is not None else interval
@@ -151,7 +152,7 @@ def _model_as_configured(cfg: RunConfig, task: str, writer):
     return model, tokenizer, labels
 
 
-def _schedule(cfg: RunConfig, task: str, max_steps: int, writer=None) -> list:
+def _schedule(cfg: RunConfig, task: str, max_steps: int, writer=None, screen=None) -> list:
     """The callback that gives a wsd run its rate (training/schedule.py); none for Trainer's linear decay."""
     if cfg.lr_schedule != "wsd":
         return []
@@ -159,7 +160,7 @@ def _schedule(cfg: RunConfig, task: str, max_steps: int, writer=None) -> list:
 
     metric = str(cfg.metric or evaluation.default_metric(task))
     return [decay_near_target(WsdSchedule(max_steps), metric, cfg.target, rising=metric not in ("loss", "perplexity"),
-                              writer=writer)]
+                              writer=writer, screen=screen)]
 
 
 def _tokenize(cfg: RunConfig, task: str, tokenizer, labels, world: int, writer):

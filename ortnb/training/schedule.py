@@ -89,14 +89,16 @@ NEAR_TARGET = f"an evaluation within {NEAR:g} of the target"
 NEAR_SCREEN = f"a screen of held-out rows within {NEAR:g} of the target"
 
 
-def decay_near_target(schedule: WsdSchedule, metric: str, target: float | None, rising: bool = True, writer=None):
+def decay_near_target(schedule: WsdSchedule, metric: str, target: float | None, rising: bool = True, writer=None,
+                      screen=None):
     """A TrainerCallback that installs ``schedule`` when training begins and starts its decay at the first
     evaluation near the target. ``writer`` (the run's stream) hears where the decay begins and why, as a
     ``schedule`` event with ``decay_step``, the first step trained at a lower rate (LambdaLR's step s is the
-    rate of training step s + 1): the Live tab marks it on the learning-rate panel."""
+    rate of training step s + 1): the Live tab marks it on the learning-rate panel. ``screen`` (runner/screen.py's
+    Screen of the run) corrects a screen's figure by how far it last read from the whole split."""
     from transformers import TrainerCallback
 
-    from ..evaluation import trainer_value
+    from ..evaluation import calibrated, trainer_value
 
     def announce(reason: str) -> None:
         if writer is not None:
@@ -112,6 +114,8 @@ def decay_near_target(schedule: WsdSchedule, metric: str, target: float | None, 
             metrics = metrics or {}
             screened = any(key.startswith("screen_") for key in metrics)  # runner/screen.py: a subset's figures
             value = trainer_value(metrics, metric, "screen" if screened else "eval")
+            if screened and screen is not None:  # a screen reads as the whole split would (evaluation.calibrated)
+                value = calibrated(value, screen.offset)
             if near_target(value, target, rising) and schedule.start_decay(state.global_step):
                 announce(NEAR_SCREEN if screened else NEAR_TARGET)
 

@@ -38,16 +38,22 @@ def test_the_whole_split_runs_at_the_end_and_when_the_screen_comes_near():
     due = evaluation.full_evaluation_due
     plan = dict(interval=64, max_steps=600, metric="accuracy", target=0.80)
     assert due(32, last_full=0, screened=0.70, **plan) is None
-    assert due(64, last_full=0, screened=0.77, **plan) is None  # far: the screen said "not yet" for a fifth of it
-    assert due(16, last_full=0, screened=0.79, **plan) is None  # near, but too soon after the last full one
-    assert due(32, last_full=0, screened=0.78, **plan) == "the screen came within 0.02 of the target"
-    assert due(32, last_full=0, screened=0.7799, **plan) is None
+    assert due(64, last_full=0, screened=0.785, **plan) is None  # far: the screen said "not yet" for a fifth of it
+    assert due(16, last_full=0, screened=0.795, **plan) is None  # near, but too soon after the last full one
+    assert due(32, last_full=0, screened=0.79, **plan) == "the screen came within 0.01 of the target"
+    assert due(32, last_full=0, screened=0.7899, **plan) is None
     assert due(48, last_full=32, screened=0.85, **plan) is None  # half an interval between full evaluations
-    assert due(64, last_full=32, screened=0.85, **plan) == "the screen came within 0.02 of the target"
+    assert due(64, last_full=32, screened=0.85, **plan) == "the screen came within 0.01 of the target"
     assert due(600, last_full=592, **plan) == "the last step"
     falling = dict(plan, metric="loss", target=0.40)
-    assert due(32, last_full=0, screened=0.42, **falling) is not None
-    assert due(32, last_full=0, screened=0.43, **falling) is None
+    assert due(32, last_full=0, screened=0.41, **falling) is not None
+    assert due(32, last_full=0, screened=0.42, **falling) is None
+
+
+def test_a_screen_is_read_as_the_whole_split_read_beside_it_last():
+    assert evaluation.calibrated(0.81, None) == 0.81  # no whole evaluation beside a screen yet
+    assert evaluation.calibrated(0.81, -0.03) == pytest.approx(0.78)
+    assert evaluation.calibrated(None, -0.03) is None
 
 
 def test_a_screens_figure_is_read_with_its_prefix_and_perplexity_from_its_loss():
@@ -76,7 +82,8 @@ class FakeTrainer:
 def test_the_screen_decides_which_evaluation_runs_and_restores_the_runs_metrics():
     from ortnb.runner.screen import Screen
 
-    trainer = FakeTrainer(screens={4: 0.79, 6: 0.81, 8: 0.7}, fulls={})
+    # the screen reads 0.03 above the whole split: once a whole evaluation stood beside it, it is read 0.03 lower
+    trainer = FakeTrainer(screens={4: 0.80, 6: 0.82, 8: 0.81, 10: 0.83}, fulls={4: 0.77, 10: 0.80})
     screen = Screen(rows="200 rows", interval=8, max_steps=12, metric="accuracy", target=0.80,
                     scores="the screen's")
     screen.install(trainer)
@@ -84,16 +91,13 @@ def test_the_screen_decides_which_evaluation_runs_and_restores_the_runs_metrics(
         trainer.state.global_step = step
         trainer.evaluate()
     assert [(step, prefix) for step, prefix, _ in trainer.calls] == [
-        (2, "screen"), (4, "screen"), (4, "eval"),  # near at 4: the whole split
-        (6, "screen"),  # near again, but 2 steps after the last whole one
-        (8, "screen"), (10, "screen"), (12, "eval")]  # far at 8 and 10: no whole split; the last step: always
+        (2, "screen"), (4, "screen"), (4, "eval"),  # near at 4: the whole split, 0.03 below the screen
+        (6, "screen"),  # 0.82 reads 0.79, near, but 2 steps after the last whole one
+        (8, "screen"),  # 0.81 reads 0.78: not near (uncalibrated it would have asked for the whole split)
+        (10, "screen"), (10, "eval"),  # 0.83 reads 0.80
+        (12, "eval")]  # the last step: always
+    assert screen.offset == pytest.approx(0.80 - 0.83)
     assert {metrics for _, prefix, metrics in trainer.calls if prefix == "screen"} == {"the screen's"}
-    assert trainer.compute_metrics == "the run's own"
-    assert screen.reason == "the last step"
-    trainer.evaluate(eval_dataset="other rows")  # an explicit evaluation is the caller's own
-    assert trainer.calls[-1][1] == "eval"
-
-
 def _eval_callback(tmp_path, heard, screen=None):
     from ortnb.runner.evaluation import EvalCallback
 
@@ -104,7 +108,7 @@ def _eval_callback(tmp_path, heard, screen=None):
 
 def test_a_screen_at_the_target_is_a_screen_event_and_never_declares_the_target(tmp_path):
     heard = []
-    callback = _eval_callback(tmp_path, heard, screen=SimpleNamespace(rows=[0] * 200, reason=None))
+    callback = _eval_callback(tmp_path, heard, screen=SimpleNamespace(rows=[0] * 200, reason=None, offset=None))
     control = SimpleNamespace(should_training_stop=False)
     state = SimpleNamespace(global_step=4, epoch=0.1, max_steps=100)
     callback.on_evaluate(None, state, control, metrics={"screen_accuracy": 0.9, "screen_loss": 0.3,
@@ -113,25 +117,28 @@ def test_a_screen_at_the_target_is_a_screen_event_and_never_declares_the_target(
     [event] = heard
     assert (event["event"], event["step"], event["value"], event["samples"], event["near"]) == (
         "screen", 4, 0.9, 200, True)
+    assert (event["calibrated"], event["offset"]) == (0.9, None)
     assert event["eval_time_s"] == 0.6
-    callback.screen.reason = "the screen came within 0.02 of the target"
+    callback.screen.reason = "the screen came within 0.01 of the target"
     callback.on_evaluate(None, state, control, metrics={"eval_accuracy": 0.8, "eval_loss": 0.4,
                                                        "eval_runtime": 3.0})
     assert callback.reached["step"] == 4 and control.should_training_stop
     assert (heard[1]["event"], heard[1]["reached_target"], heard[1]["reason"]) == (
-        "eval", True, "the screen came within 0.02 of the target")
+        "eval", True, "the screen came within 0.01 of the target")
 
 
-def test_the_wsd_decay_starts_when_the_screen_comes_near():
+def test_the_wsd_decay_starts_when_the_calibrated_screen_comes_near():
     from ortnb.training import schedule
 
     heard = []
     writer = SimpleNamespace(event=lambda name, **data: heard.append((name, data)))
     plan = schedule.WsdSchedule(total=100)
-    callback = schedule.decay_near_target(plan, "accuracy", 0.80, writer=writer)
-    callback.on_evaluate(None, SimpleNamespace(global_step=12), None, metrics={"screen_accuracy": 0.70})
-    callback.on_evaluate(None, SimpleNamespace(global_step=16), None, metrics={"screen_accuracy": 0.785})
-    assert plan.started_early_at == 16
+    screen = SimpleNamespace(offset=-0.03)  # the whole split read 0.03 below the screen
+    callback = schedule.decay_near_target(plan, "accuracy", 0.80, writer=writer, screen=screen)
+    callback.on_evaluate(None, SimpleNamespace(global_step=12), None, metrics={"screen_accuracy": 0.80})
+    assert plan.started_early_at is None  # reads 0.77
+    callback.on_evaluate(None, SimpleNamespace(global_step=16), None, metrics={"screen_accuracy": 0.815})
+    assert plan.started_early_at == 16  # reads 0.785
     assert heard == [("schedule", {"rule": plan.rule(), "decay_step": 17,
                                    "reason": "a screen of held-out rows within 0.02 of the target"})]
 
