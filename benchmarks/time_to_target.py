@@ -14,8 +14,8 @@ the last 1,000, and every variant trains on the 10,808 between. Variants, each i
                 ``ortnb.tuning.defaults.choose`` picks here, learning rate 5e-5), launched with ``target=``
   (d) tuned     ortnb's throughput winner (``ortnb.tune``, from its cache when present; its search time apart),
                 its learning rate sqrt-scaled from (a)'s by its global batch
-  (e) raced     the winner of ortnb's race to the target (``ortnb.tune_to_target``, Optuna; warmup-stable-decay),
-                the race's own time recorded apart and in a total
+  (e) raced     the winner of ortnb's race to the target (``ortnb.tune_to_target``, Optuna; warmup-stable-decay;
+                its first trial the machine's engine at ``--lr``), the race's own time recorded apart and in a total
   (f) raced_linear  the same winner with Trainer's linear decay instead of warmup-stable-decay: what the schedule
                 buys, measured in the same alternation
 (a), (b) and (d) train at ``--lr`` (1e-4, linear decay over ``--max-samples``); all evaluate every ``--eval-every``
@@ -245,9 +245,13 @@ def raced_winner(options) -> tuple[Path, dict]:
     import ortnb
     from ortnb.tuning.quality import tune_to_target
 
+    from ortnb.tuning.defaults import choose
+
     train, validation = data_files(options.work, options.max_samples)
+    choice = choose(MODEL, DATASET)  # the race's first trial: the Dashboard's engine here, at --lr with WSD
     base = ortnb.RunConfig(model=MODEL, dataset=train, eval_dataset=validation, seq_len=SEQ, learning_rate=options.lr,
-                           lr_schedule="wsd", metric="accuracy", output_dir=str(Path(options.work) / "race-runs"))
+                           backend=choice.backend, precision=choice.precision, lr_schedule="wsd", metric="accuracy",
+                           output_dir=str(Path(options.work) / "race-runs"))
     started = time.perf_counter()
     result = tune_to_target(base=base, target=options.target, trials=options.trials,
                             max_samples=options.max_samples, timeout_s=options.race_budget,
