@@ -158,10 +158,11 @@ def evaluation_summary(records: list[dict]) -> dict:
     """The best evaluation (ties on the metric go to the lower held-out loss: evaluation.BestTracker): its value,
     step, held-out loss and when it was reached (s since the run began); the last evaluation's step and values;
     whether the run stopped early; how many evaluations there were and their seconds together (eval_total_s: time
-    the steps' figures leave out), and apart from them the screens of a subset (screens, screen_total_s). Empty without evaluations."""
+    the steps' figures leave out), and apart from them the screens of a subset (screens, screen_total_s). Empty
+    without evaluations or screens."""
     found = evaluations(records)
     if not found:
-        return {}
+        return _screens(records)  # a target run stopped before the screen came near: screens, no evaluation
     best, last = best_evaluation(records), found[-1]
     metric = last.get("metric")
     final = final_event(records) or {}

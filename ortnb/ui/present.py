@@ -243,8 +243,8 @@ def quality_items(s: dict) -> list[tuple[str, str]]:
     """The card's evaluation items: the best held-out value with its step and time and that evaluation's loss
     (the weights Try it and export use), the last evaluation where it differs, the target, early stop."""
     metric = s.get("eval_metric")
-    if metric is None:
-        return []
+    if metric is None:  # no evaluation of the whole split yet; a target run may have screened a subset
+        return [("evaluating", evaluating_text(s))] if s.get("screens") else []
     name = METRIC_NAMES.get(metric, metric)
     best = _number(s.get("best_value")) if isinstance(s.get("best_value"), (int, float)) else "–"
     if s.get("best_step") is not None:
@@ -265,7 +265,7 @@ def quality_items(s: dict) -> list[tuple[str, str]]:
             items.append(("target", f"{s['target']:g} not reached"))
     if s.get("early_stopped"):
         items.append(("stopped early", s.get("early_stop") or "no better evaluation within the patience"))
-    if s.get("eval_evaluations") and s.get("eval_total_s") is not None:  # their time, apart from training's
+    if s.get("eval_evaluations") or s.get("screens"):  # their time, apart from training's
         items.append(("evaluating", evaluating_text(s)))
     return items
 
@@ -273,13 +273,14 @@ def quality_items(s: dict) -> list[tuple[str, str]]:
 def evaluating_text(s: dict) -> str:
     """What evaluating cost, the full split's evaluations and the screens apart: "3 evaluations in 8.6 s; 9 screens
     of 200 rows in 5.1 s" (pure)."""
-    count = s["eval_evaluations"]
-    text = f"{count} evaluation{'s' if count != 1 else ''} in {format_span(s['eval_total_s'])}"
-    screens = s.get("screens")
-    if screens and s.get("screen_total_s") is not None:
+    parts = []
+    count, screens = s.get("eval_evaluations") or 0, s.get("screens") or 0
+    if count:
+        parts.append(f"{count} evaluation{'s' if count != 1 else ''} in {format_span(s.get('eval_total_s'))}")
+    if screens:
         rows = f" of {s['screen_samples']:,} rows" if s.get("screen_samples") else ""
-        text += f"; {screens} screen{'s' if screens != 1 else ''}{rows} in {format_span(s['screen_total_s'])}"
-    return text
+        parts.append(f"{screens} screen{'s' if screens != 1 else ''}{rows} in {format_span(s.get('screen_total_s'))}")
+    return "; ".join(parts)
 
 
 def _mfu(summary: dict) -> str:

@@ -167,6 +167,14 @@ def test_the_summary_and_the_card_count_screens_apart_from_evaluations():
     assert evaluating_text(shown) == "1 evaluation in 2.8 s; 3 screens of 200 rows in 1.5 s"
     assert evaluating_text({"eval_evaluations": 2, "eval_total_s": 6.0}) == "2 evaluations in 6.0 s"
     assert "screens" not in metrics.evaluation_summary(records[:1] + records[-1:])
+    # stopped before the screen came near: screens, no whole evaluation, and the card says so
+    assert metrics.evaluation_summary(records[:-1]) == {"screens": 3, "screen_total_s": 1.5, "screen_samples": 200}
+    assert evaluating_text({"screens": 3, "screen_total_s": 1.5, "screen_samples": 200}) == "3 screens of 200 rows in 1.5 s"
+    from ortnb.ui.present import quality_items
+
+    assert quality_items({"screens": 1, "screen_total_s": 0.25, "screen_samples": 4}) == [
+        ("evaluating", "1 screen of 4 rows in 0.2 s")]
+    assert quality_items({}) == []
 
 
 @pytest.mark.parametrize("value, message", [
