@@ -298,7 +298,7 @@ def apply_updates(figure, new: list[dict], changed: list[dict]) -> None:
 
     for trace in new:
         row, col = trace.pop("row"), trace.pop("col")
-        figure.add_trace(go.Scatter(mode="lines+markers", marker={"size": 4}, **trace), row=row, col=col)
+        figure.add_trace(go.Scatter(**{"mode": "lines+markers", "marker": {"size": 4}, **trace}), row=row, col=col)
     for update in changed:
         index = update.pop("index")
         target = figure.data[index]

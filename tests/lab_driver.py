@@ -195,7 +195,7 @@ def live_view_problems(view: dict | None, records: list[dict], complete: bool, l
     steps = [r["step"] for r in records if r.get("kind", "step") == "step" and "step" in r]
     evaluations = [r["step"] for r in records if r.get("event") == "eval"]
     mine = [t for t in view["traces"] if label is None or t["name"].startswith(f"{label} [")]
-    by_axes = {(t["xaxis"], t["yaxis"]): t for t in mine if not t["name"].endswith(" rank1")}
+    by_axes = {(t["xaxis"], t["yaxis"]): t for t in mine if not t["name"].endswith((" rank1", " screen"))}
     speed, held_out, rate = by_axes.get(("x", "y")), by_axes.get(("x5", "y5")), by_axes.get(("x6", "y6"))
     rated = [r["step"] for r in records if r.get("kind", "step") == "step" and r.get("learning_rate") is not None]
     for name, trace, wanted in (("samples/s", speed, steps), ("held-out", held_out, evaluations),

@@ -218,3 +218,28 @@ def test_a_real_run_screens_200_of_its_1000_held_out_rows_in_place_of_whole_eval
     assert [(step, prefix) for step, prefix, _ in evaluated] == expected
     assert {rows for _, _, rows in evaluated} == {200}
     assert trained == [steps]
+
+
+def test_the_live_held_out_panel_draws_the_screens_as_open_points_apart_from_the_whole_split():
+    from ortnb import charts
+
+    records = [{"kind": "event", "event": "screen", "step": 8, "metric": "accuracy", "value": 0.62},
+               {"kind": "event", "event": "screen", "step": 16, "metric": "accuracy", "value": 0.785},
+               {"kind": "event", "event": "eval", "step": 16, "metric": "accuracy", "accuracy": 0.791,
+                "eval_loss": 0.45}]
+    series = charts.eval_series(records)
+    assert series["eval_metric:screen"] == ([8, 16], [pytest.approx(62.0), pytest.approx(78.5)])
+    assert series["eval_metric"] == ([16], [pytest.approx(79.1)])
+    assert charts.eval_series(records[:1])["eval_metric"] == ([], [])  # screens before any whole evaluation
+    assert charts.eval_metric_of(records[:1]) == "accuracy"
+    chart = charts.LiveChart()
+    chart.add_run("r", "tiny-bert")
+    new, _ = chart.updates("r", records, engine="pytorch")
+    [screen] = [t for t in new if t["name"].endswith(" screen")]
+    assert (screen["mode"], screen["marker"]["symbol"], (screen["row"], screen["col"])) == (
+        "markers", "circle-open", charts.EVAL_PANEL[2:])
+    figure = charts.live_figure()  # the figure takes it (a trace's own mode and marker over the defaults)
+    charts.apply_updates(figure, new, [])
+    [drawn] = [t for t in figure.data if t.name.endswith(" screen")]
+    assert (drawn.mode, drawn.marker.symbol, list(drawn.x), (drawn.xaxis, drawn.yaxis)) == (
+        "markers", "circle-open", [8, 16], ("x5", "y5"))

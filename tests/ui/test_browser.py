@@ -2,7 +2,8 @@
 
 One JupyterLab, one notebook, tiny-bert runs slowed to >= 0.2 s a step. At 1400 px: Run is disabled
 while a run trains, a progress bar with an ETA appears, another cell runs meanwhile, a summary card
-appears at the end; two identical runs make two bars with distinct labels; Stop stops a long run. Then
+appears at the end; two identical runs make two bars with distinct labels; Stop stops a long run, whose screens of
+held-out rows (a target it cannot reach) the card counts and the held-out panel draws. Then
 at 1000 px and at 1400 px: the charts fill their output area and no text is cut. Then ONNX Runtime +
 bf16 is refused in the form's words, Profile fills its tab with a bar per engine, and Find fastest runs once
 with a short budget, stopped once it has measured two configurations. Last, a run folder someone else wrote, every
@@ -52,7 +53,9 @@ def lab(tmp_path):
         "print('another cell ran', 6 * 7)",
         # the long run keeps the slowed steps of the session's warm worker (started with the kernel's environment);
         # Profile's runs (processes of their own) and Find fastest's warm worker start after it: full speed
-        "long_run = dash.run(dash.panel.config.replace(max_steps=2000))\nimport os\ndel os.environ['ORTNB_FAULT']",
+        # with a target it cannot reach in its steps, it screens 4 held-out rows every 5 steps and never the whole split
+        "long_run = dash.run(dash.panel.config.replace(max_steps=2000, eval_every=10, metric='loss', target=1e-4,\n"
+        "                                              eval_screen=4))\nimport os\ndel os.environ['ORTNB_FAULT']",
         # someone else's run folder, every text in it a script (test_views_escape checks each view's HTML)
         f"shared = ortnb.Dashboard()\nshared.track(ortnb.attach({str(shared)!r}))\nshared",
     ])
@@ -175,6 +178,40 @@ def assert_card_shows_run(page, run) -> None:
     assert card["started"] == started_text(summary["warm_run"]), card  # cold, warm: as the run's stream says
 
 
+def metrics_events(run, name: str) -> list[dict]:
+    return [r for r in run.records() if r.get("event") == name]
+
+
+def assert_page_shows_screens(page, run, shots: Path, settle_s: float = 15.0) -> None:
+    """A target run's screens, read off the page: the card counts them with their rows and seconds, apart from
+    whole-split evaluations, and the held-out panel draws one open point per screen at its step."""
+    from ortnb.views.numbers import format_span
+
+    screens, evals = metrics_events(run, "screen"), metrics_events(run, "eval")
+    assert screens, "the long run screened nothing before it was stopped"
+    said = f"{len(screens)} screen{'s' if len(screens) != 1 else ''} of 4 rows in " \
+           f"{format_span(sum(e['eval_time_s'] for e in screens))}"
+    if evals:
+        said = f"{len(evals)} evaluation{'s' if len(evals) != 1 else ''} in " \
+               f"{format_span(sum(e['eval_time_s'] for e in evals))}; " + said
+    deadline = time.monotonic() + settle_s
+    while True:
+        card = card_items(page)
+        drawn = [t for t in (live_view(page) or {"traces": []})["traces"]
+                 if t["name"].endswith(" screen") and (t["xaxis"], t["yaxis"]) == ("x5", "y5")]
+        problems = ([] if card.get("evaluating") == said else [f"card says {card.get('evaluating')!r}, not {said!r}"])
+        if len(drawn) != 1 or drawn[0]["x"] != [e["step"] for e in screens]:
+            problems.append(f"held-out panel draws screens at {[t['x'] for t in drawn]}, the run recorded "
+                            f"{[e['step'] for e in screens]}")
+        elif drawn[0]["y"] != pytest.approx([e["value"] for e in screens], rel=1e-6):
+            problems.append(f"screens drawn at {drawn[0]['y']}, recorded {[e['value'] for e in screens]}")
+        if not problems or time.monotonic() > deadline:
+            break
+        page.wait_for_timeout(250)
+    page.screenshot(path=str(shots / "3b-long-run-screens.png"))
+    assert not problems, problems
+
+
 def show_tab(page, name: str) -> None:
     """Bring a Dashboard tab forward; assert_fits then waits for its charts (a hidden chart has no width, so
     nothing is measured before the tab shows)."""
@@ -287,10 +324,15 @@ def test_dashboard_in_jupyterlab(lab, artifacts):
 
             run_cell(page, cells.nth(2))  # a long run, stopped from the dashboard
             expect(progress).to_contain_text("ETA", timeout=240_000)
+            long_run = newest_run(folder / "runs")
+            deadline = time.monotonic() + 60
+            while not metrics_events(long_run, "screen") and time.monotonic() < deadline:
+                page.wait_for_timeout(250)
             button(dashboard, "Stop").click()
             expect(status).to_contain_text("stopped", timeout=60_000)
             show_tab(page, "Live")
             assert_fits(page, "1400 px, live charts")
+            assert_page_shows_screens(page, long_run, shots)
 
             narrow_window(page, 1000)
             assert_fits(page, "1000 px, live charts")
