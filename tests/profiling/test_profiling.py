@@ -44,8 +44,15 @@ def test_the_profile_command_splits_both_engines_steps_into_the_same_categories(
         assert by_category["matrix products"] > 0 and by_category["optimizer step"] > 0
         assert data["unprofiled_step_ms"][label] > 0
         assert f"{label} [{data['engines'][label]}]: profiled" in printed
-    ort_ops = [row for row in data["top_ops"] if row["label"] == "ort + AdamW"]
-    assert any(row["engine_of_op"] == "onnxruntime" for row in ort_ops), ort_ops  # ORT's own trace was read
+    # ORT's own trace was read: its kernels are in the ORT run's ops. Not asked of the 10 longest: on tiny BERT,
+    # AdamW's element-wise ops over the 2M-parameter embeddings can outlast every kernel of the model (a CI run
+    # under load listed none of ORT's there)
+    from ortnb.profiling.profiles import breakdown_of
+
+    [recorded] = [json.loads(path.read_text()) for path in (tmp_path / "runs").glob("*/profile.json")
+                  if json.loads(path.read_text()).get("ort_traces")]
+    every_op = breakdown_of(recorded, top_n=10_000)["top"]
+    assert any(row["engine_of_op"] == "onnxruntime" and row["ms_per_step"] > 0 for row in every_op), every_op
     assert not any(row["op"].startswith("ORTModuleFunction") for row in data["top_ops"])  # split, not one blob
     eager_ops = [row for row in data["top_ops"] if row["label"] == "eager + AdamW"]
     assert all(row["engine_of_op"] == "pytorch" for row in eager_ops) and any(row["shapes"] for row in eager_ops)
