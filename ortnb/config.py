@@ -79,7 +79,7 @@ class RunConfig:
     eval_batch_size: int | None = None
     """Held-out rows per evaluation batch on each process; None: 4 x batch_size, at most 128 (never below batch_size), for classification, and batch_size for a causal LM (its logits over the vocabulary fill memory). Evaluation keeps no activations for a backward, so a larger batch fits; the rows are evaluated sorted by length, so a batch pads little."""
     eval_screen: int | None = None
-    """With a target: held-out rows (a fixed random subset) scored twice every eval_every steps in place of the whole split, which is evaluated only when the screen comes within 0.02 of the target, and after the last step; the target is declared on the whole split only. None: 200 rows when the split holds 800 or more; 0: no screen (the whole split every eval_every steps)."""
+    """With a target: held-out rows (a fixed random subset) scored twice every eval_every steps in place of the whole split, which is evaluated only when the screen (read as the whole split read beside it last) comes within 0.01 of the target, and after the last step; the target is declared on the whole split only. None: 200 rows when the split holds 800 or more; 0: no screen (the whole split every eval_every steps)."""
     eval_every: int | None = None
     """Optimizer steps between evaluations; None: five evaluations spread over the run. The run is also evaluated after its last step, and before its first unless a target is set (untrained weights reach no target)."""
     metric: Metric | None = None

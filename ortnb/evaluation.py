@@ -98,9 +98,22 @@ def screen_rows(held_out: int, size: int, seed: int = 0) -> np.ndarray:
 def near(metric: str, value: float | None, target: float | None, margin: float = NEAR) -> bool:
     """Whether ``value`` is within ``margin`` of ``target`` or beyond it (at or above target - margin; for loss
     and perplexity at or below target + margin)."""
+    return within(value, target, HIGHER_IS_BETTER[metric], margin)
+
+
+def within(value: float | None, target: float | None, rising: bool, margin: float) -> bool:
+    """``near`` for a metric that rises or falls (training/schedule.py asks it so)."""
     if target is None or value is None or not math.isfinite(value):
         return False
-    return value >= target - margin if HIGHER_IS_BETTER[metric] else value <= target + margin
+    return value >= target - margin if rising else value <= target + margin
+
+
+SCREEN = "screen"  # the prefix of a screen's figures among Trainer's metrics (an "eval" figure is the whole split's)
+
+
+def is_screen(metrics: dict | None) -> bool:
+    """Whether Trainer's figures of one evaluation are a screen's (runner/screen.py)."""
+    return any(key.startswith(SCREEN + "_") for key in metrics or {})
 
 
 def calibrated(screened: float | None, offset: float | None) -> float | None:
@@ -116,9 +129,9 @@ def full_evaluation_due(step: int, *, last_full: int, interval: int, max_steps: 
                         metric: str = "accuracy", target: float | None = None) -> str | None:
     """Why the full held-out split is evaluated at ``step`` in a screened run, or None (the screen alone): after
     the last step, or when the screen's value ``screened`` (calibrated) is within SCREEN_NEAR of the target (the
-    whole split decides whether it is reached) and half an interval has passed since the last full evaluation (a run hovering just under its target
-    does not evaluate the whole split at every screen). A screen far from the target costs a fifth of the whole
-    split and says what the whole split would: not yet."""
+    whole split decides whether it is reached) and half an interval has passed since the last full evaluation (a
+    run hovering just under its target does not evaluate the whole split at every screen). A screen far from the
+    target costs a fifth of the whole split and says what the whole split would: not yet."""
     if step >= max_steps:
         return "the last step"
     if near(metric, screened, target, SCREEN_NEAR) and step - last_full >= max(1, interval // 2):

@@ -19,7 +19,7 @@ from transformers import TrainerCallback
 from .. import evaluation, files
 from ..runs import records
 from ..runs import layout
-from .screen import SCREEN
+from ..evaluation import SCREEN
 
 
 class ClassificationMetrics:
@@ -63,7 +63,7 @@ class EvalCallback(TrainerCallback):
             control.should_evaluate = True  # always an evaluation of the final weights
 
     def on_evaluate(self, args, state, control, metrics=None, **kwargs):
-        if any(key.startswith(SCREEN + "_") for key in metrics or {}):
+        if evaluation.is_screen(metrics):
             self._screened(state, metrics)
         else:
             self._evaluated(state, control, metrics or {})
@@ -77,13 +77,13 @@ class EvalCallback(TrainerCallback):
             metric = self.tracker.metric
             value = evaluation.trainer_value(metrics, metric, SCREEN)
             offset = self.screen.offset if self.screen else None
+            read_as = evaluation.calibrated(value, offset)
             self.writer.write(records.event(
                 SCREEN, step=state.global_step, wall_time=time.time(), metric=metric, value=value,
-                calibrated=evaluation.calibrated(value, offset), offset=offset,
+                calibrated=read_as, offset=offset,
                 eval_loss=metrics.get("screen_loss"), eval_time_s=metrics.get("screen_runtime"),
                 samples=len(self.screen.rows) if self.screen else None,
-                near=evaluation.near(metric, evaluation.calibrated(value, offset), self.target,
-                                     evaluation.SCREEN_NEAR)))
+                near=evaluation.near(metric, read_as, self.target, evaluation.SCREEN_NEAR)))
 
     def _evaluated(self, state, control, metrics: dict) -> None:
         record = self._record(state, metrics)

@@ -15,8 +15,7 @@ texts or order: the screen's rows are its own).
 from __future__ import annotations
 
 from .. import evaluation
-
-SCREEN = "screen"  # the prefix of a screen's figures in Trainer's metrics
+from ..evaluation import SCREEN
 
 
 class Screen:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..evaluation import NEAR  # how close to the target an evaluation starts the decay (2 accuracy points)
+from ..evaluation import NEAR, within  # NEAR: how close to the target an evaluation starts the decay
 
 MIN_RATIO = 0.1  # the rate at the end of the decay, as a share of the peak
 DECAY_SHARE = 0.2  # the decay's length, as a share of the planned steps
@@ -39,9 +39,7 @@ def rate_factor(step: int, warmup: int, decay_from: int, decay: int) -> float:
 def near_target(value: float | None, target: float | None, rising: bool = True) -> bool:
     """Whether an evaluation's metric is within NEAR of the target (pure); a falling metric (loss, perplexity)
     is near at or below target + NEAR."""
-    if value is None or target is None:
-        return False
-    return value >= target - NEAR if rising else value <= target + NEAR
+    return within(value, target, rising, NEAR)
 
 
 @dataclass
@@ -98,7 +96,7 @@ def decay_near_target(schedule: WsdSchedule, metric: str, target: float | None, 
     Screen of the run) corrects a screen's figure by how far it last read from the whole split."""
     from transformers import TrainerCallback
 
-    from ..evaluation import calibrated, trainer_value
+    from ..evaluation import SCREEN, calibrated, is_screen, trainer_value
 
     def announce(reason: str) -> None:
         if writer is not None:
@@ -112,8 +110,8 @@ def decay_near_target(schedule: WsdSchedule, metric: str, target: float | None, 
 
         def on_evaluate(self, args, state, control, metrics=None, **kwargs):
             metrics = metrics or {}
-            screened = any(key.startswith("screen_") for key in metrics)  # runner/screen.py: a subset's figures
-            value = trainer_value(metrics, metric, "screen" if screened else "eval")
+            screened = is_screen(metrics)  # runner/screen.py: a subset's figures
+            value = trainer_value(metrics, metric, SCREEN if screened else "eval")
             if screened and screen is not None:  # a screen reads as the whole split would (evaluation.calibrated)
                 value = calibrated(value, screen.offset)
             if near_target(value, target, rising) and schedule.start_decay(state.global_step):
